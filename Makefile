@@ -1,0 +1,34 @@
+# The README's two commands: `make demo` (set up + build the default index + answer) and
+# `make test` (set up + run the tests). Both are idempotent: set-up reruns only when
+# pyproject.toml changes, and the index build is skipped when it is already up to date.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.medcite-installed
+QUESTION ?= Which score is used to decide on anticoagulation in atrial fibrillation?
+
+.PHONY: setup demo test test-all lint bench clean-data
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
+	touch $@
+
+demo: setup
+	$(BIN)/medcite index build --skip-existing
+	$(BIN)/medcite retrieve "$(QUESTION)" --k 5
+
+test: setup
+	$(BIN)/python -m pytest -m "not slow"
+
+test-all: setup
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check rag corpora indexes evals api tests
+	$(BIN)/mypy rag corpora indexes evals api
+
+clean-data:
+	rm -rf data

@@ -1,0 +1,195 @@
+"""Sources -> chunks -> BM25 + FAISS -> manifest, written atomically.
+
+Each build writes a new versioned folder ``<indexes>/<name>.<stamp>/`` and then atomically
+repoints the symlink ``<indexes>/<name>`` at it, so a reader sees either the old or the new
+index, never half of one; a failed build leaves the previous index untouched. Embeddings go
+through the content-addressed cache, so a killed build resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from corpora.chunking import ChunkerConfig, TokenSpans, chunk_document
+from corpora.sources.base import Source
+from indexes import text
+from indexes.bm25 import Bm25Params, Bm25sIndex, RankBm25Index
+from indexes.chunkstore import ChunkStore, write_chunks
+from indexes.dense import DenseIndex, DenseParams
+from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedding_cache import embed_cached
+from indexes.manifest import corpus_fingerprint, write_manifest
+from indexes.store import BM25_DIR, DENSE_DIR
+from rag.errors import ConfigError, EmptyCorpusError
+from rag.types import Chunk, Document
+
+MEDCITE_VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    name: str = "default"
+    chunker: ChunkerConfig = field(default_factory=ChunkerConfig)
+    bm25: Bm25Params = field(default_factory=Bm25Params)
+    lexical_backend: str = "bm25s"
+    dense: DenseParams | None = field(default_factory=DenseParams)  # None: BM25 only
+    limit: int | None = None  # at most this many documents per source (samples, tests)
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or self.name.startswith("."):
+            raise ConfigError(f"invalid index name {self.name!r}: use letters, digits, - and _")
+        if self.lexical_backend not in {"bm25s", "rank-bm25"}:
+            raise ConfigError(f"unknown lexical backend {self.lexical_backend!r}")
+
+
+@dataclass
+class BuildReport:
+    folder: Path
+    manifest: dict[str, Any]
+
+    def summary(self) -> str:
+        counts, seconds = self.manifest["counts"], self.manifest["build"]["seconds"]
+        return (
+            f"built {self.folder.name}: {counts['documents']} documents, {counts['chunks']} chunks "
+            f"in {seconds['total']:.1f}s (chunk {seconds['chunk']:.1f}s, bm25 {seconds['bm25']:.1f}s, "
+            f"embed {seconds['embed']:.1f}s, faiss {seconds['faiss']:.1f}s); "
+            f"peak memory {self.manifest['build']['peak_rss_mb']:.0f} MB"
+        )
+
+
+def _limited(docs: Iterable[Document], limit: int | None) -> Iterator[Document]:
+    for n, doc in enumerate(docs):
+        if limit is not None and n >= limit:
+            return
+        yield doc
+
+
+def _chunks(
+    sources: list[Source], spans: TokenSpans, config: BuildConfig, counts: dict[str, Any], progress: bool
+) -> Iterator[Chunk]:
+    seen: set[str] = set()
+    for source in sources:
+        per = counts["per_source"].setdefault(source.name, {"documents": 0, "chunks": 0, "empty": 0})
+        docs = tqdm(_limited(source.documents(), config.limit), desc=f"chunking {source.name}",
+                    unit="doc", disable=not progress)
+        for doc in docs:
+            if doc.doc_id in seen:
+                raise ConfigError(f"document id {doc.doc_id} appears twice; is a source listed twice?")
+            seen.add(doc.doc_id)
+            chunks = chunk_document(doc, spans, config.chunker)
+            if not chunks:
+                per["empty"] += 1
+                continue
+            per["documents"] += 1
+            per["chunks"] += len(chunks)
+            yield from chunks
+
+
+def build_index(
+    sources: list[Source],
+    config: BuildConfig,
+    indexes_dir: Path,
+    *,
+    spans: TokenSpans,
+    tokenizer_name: str,
+    embedder: SentenceTransformerEmbedder | None,
+    cache_dir: Path,
+    progress: bool = True,
+) -> BuildReport:
+    """Build ``indexes_dir/<config.name>`` from ``sources``; see the module docstring."""
+    if config.dense is not None and embedder is None:
+        raise ConfigError("a dense index needs an embedder; pass one or build with --no-dense")
+    indexes_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{uuid.uuid4().hex[:8]}"
+    work = indexes_dir / f".{config.name}.{stamp}.building"
+    work.mkdir()
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    try:
+        counts: dict[str, Any] = {"per_source": {}}
+        t0 = time.perf_counter()
+        n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress))
+        seconds["chunk"] = time.perf_counter() - t0
+        if n_chunks == 0:
+            names = ", ".join(s.name for s in sources)
+            raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
+        store = ChunkStore(work)
+        chunks = list(store)
+        store.close()
+        passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
+
+        t0 = time.perf_counter()
+        tokens = [text.tokenize(p) for p in passages]
+        lexical_cls = Bm25sIndex if config.lexical_backend == "bm25s" else RankBm25Index
+        lexical = lexical_cls.build(tokens, config.bm25)
+        lexical.save(work / BM25_DIR)
+        seconds["bm25"] = time.perf_counter() - t0
+        del tokens
+
+        seconds["embed"] = seconds["faiss"] = 0.0
+        reused = 0
+        if config.dense is not None and embedder is not None:
+            t0 = time.perf_counter()
+            vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
+            seconds["embed"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
+            seconds["faiss"] = time.perf_counter() - t0
+        seconds["total"] = time.perf_counter() - started
+
+        manifest = write_manifest(work, {
+            "name": config.name,
+            "medcite_version": MEDCITE_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "sources": [s.describe() for s in sources],
+            "corpus_fingerprint": corpus_fingerprint(chunks),
+            "chunker": {**asdict(config.chunker), "tokenizer": tokenizer_name, "limit": config.limit},
+            "tokenizer": text.tokenizer_config(),
+            "lexical": {"backend": config.lexical_backend, **asdict(config.bm25)},
+            "dense": asdict(config.dense) if config.dense is not None else None,
+            "embedder": embedder.fingerprint() if config.dense is not None and embedder else None,
+            "counts": {
+                "documents": sum(p["documents"] for p in counts["per_source"].values()),
+                "chunks": n_chunks,
+                "per_source": counts["per_source"],
+                "embeddings_from_cache": reused,
+            },
+            "build": {
+                "seconds": seconds,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "python": platform.python_version(),
+                "machine": platform.machine(),
+            },
+        })
+        final = indexes_dir / f"{config.name}.{stamp}"
+        work.rename(final)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    _point_link_at(indexes_dir / config.name, final)
+    return BuildReport(folder=final, manifest=manifest)
+
+
+def _point_link_at(link: Path, target: Path) -> None:
+    """Atomically make ``link`` a symlink to ``target`` and remove superseded versions."""
+    previous = link.resolve() if link.is_symlink() else None
+    if link.exists() and not link.is_symlink():
+        raise ConfigError(f"{link} exists and is not an index link; move it away and rebuild")
+    tmp = link.with_name(f".{link.name}.link-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(target.name)
+    tmp.replace(link)
+    if previous is not None and previous != target.resolve() and previous.parent == link.parent:
+        # Readers that still have it open keep their mapped files until they close them.
+        shutil.rmtree(previous, ignore_errors=True)

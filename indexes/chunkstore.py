@@ -1,0 +1,73 @@
+"""Chunks on disk: ``chunks.jsonl`` plus byte offsets for O(1) lookup by row or chunk id."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from rag.errors import IndexCorruptError
+from rag.types import Chunk
+
+CHUNKS_FILE = "chunks.jsonl"
+OFFSETS_FILE = "chunk_offsets.npy"
+
+
+def write_chunks(folder: Path, chunks: Iterable[Chunk]) -> int:
+    """Write chunks and their line offsets; returns the count."""
+    offsets: list[int] = []
+    position = 0
+    with (folder / CHUNKS_FILE).open("wb") as fh:
+        for chunk in chunks:
+            line = (json.dumps(chunk.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+            offsets.append(position)
+            fh.write(line)
+            position += len(line)
+    offsets.append(position)
+    np.save(folder / OFFSETS_FILE, np.asarray(offsets, dtype=np.int64), allow_pickle=False)
+    return len(offsets) - 1
+
+
+class ChunkStore:
+    """Read-only access to the chunks of a built index (offsets memory-mapped)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / CHUNKS_FILE
+        try:
+            self._offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise IndexCorruptError(f"cannot read {folder / OFFSETS_FILE}: {exc}") from exc
+        self._fd = os.open(self.path, os.O_RDONLY)
+        self._ids: dict[str, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def get(self, row: int) -> Chunk:
+        if not 0 <= row < len(self):
+            raise IndexError(f"chunk row {row} outside 0..{len(self) - 1}")
+        start, end = int(self._offsets[row]), int(self._offsets[row + 1])
+        raw = os.pread(self._fd, end - start, start)  # no shared file position: thread-safe
+        try:
+            return Chunk.from_json(json.loads(raw))
+        except (ValueError, KeyError) as exc:
+            raise IndexCorruptError(f"{self.path}: row {row} is not a chunk record") from exc
+
+    def __iter__(self) -> Iterator[Chunk]:
+        with self.path.open("rb") as fh:
+            for line in fh:
+                yield Chunk.from_json(json.loads(line))
+
+    def row_of(self, chunk_id: str) -> int:
+        if self._ids is None:
+            self._ids = {chunk.chunk_id: n for n, chunk in enumerate(self)}
+        return self._ids[chunk_id]
+
+    def by_id(self, chunk_id: str) -> Chunk:
+        return self.get(self.row_of(chunk_id))
+
+    def close(self) -> None:
+        os.close(self._fd)

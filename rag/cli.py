@@ -1,0 +1,159 @@
+"""The ``medcite`` command. Thin: each subcommand parses flags and makes one library call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rag.config import Paths
+from rag.errors import MedciteError
+from rag.types import Filters, Hit
+
+DEMO_QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
+
+
+def _add_index_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", default="default", help="index name under $MEDCITE_DATA_DIR/indexes")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="medcite", description="Cited answers from clinical sources.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    index = sub.add_parser("index", help="build and inspect indexes").add_subparsers(dest="action", required=True)
+    build = index.add_parser("build", help="build an index from one or more sources")
+    build.add_argument("--source", action="append", metavar="NAME[=PATH]",
+                       help="a source (repeatable); default: the embedded corpus open-medicine + hpo")
+    build.add_argument("--path", type=Path, help="local copy of the data, when one source is given")
+    build.add_argument("--set", action="append", default=[], metavar="SOURCE.KEY=VALUE",
+                       help="a source option, e.g. hpo.databases=ORPHA,OMIM")
+    build.add_argument("--fetch", action="store_true", help="download public sources first (needs a network)")
+    build.add_argument("--no-dense", action="store_true", help="BM25 only (no embedder needed)")
+    build.add_argument("--dense-kind", choices=["flat", "hnsw"], default="flat")
+    build.add_argument("--lexical", choices=["bm25s", "rank-bm25"], default="bm25s")
+    build.add_argument("--max-tokens", type=int, default=200, help="wordpieces per chunk")
+    build.add_argument("--overlap", type=int, default=32, help="wordpieces shared by adjacent chunks")
+    build.add_argument("--limit", type=int, help="at most this many documents per source")
+    build.add_argument("--skip-existing", action="store_true",
+                       help="do nothing if an index of this name was built from the same sources and settings")
+    build.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_index_args(build)
+
+    info = index.add_parser("info", help="show an index's manifest summary")
+    info.add_argument("--verify", action="store_true", help="also check every file's sha256")
+    info.add_argument("--json", action="store_true")
+    _add_index_args(info)
+
+    retrieve = sub.add_parser("retrieve", help="print the chunks that best match a question")
+    retrieve.add_argument("query")
+    retrieve.add_argument("--k", type=int, default=10)
+    retrieve.add_argument("--mode", choices=["bm25", "dense", "hybrid"], default="hybrid")
+    retrieve.add_argument("--filter-source", action="append", default=[], metavar="SOURCE")
+    retrieve.add_argument("--filter-section", action="append", default=[], metavar="SECTION")
+    retrieve.add_argument("--json", action="store_true")
+    _add_index_args(retrieve)
+
+    sub.add_parser("sources", help="list the corpus sources")
+    return parser
+
+
+def _cmd_build(args: argparse.Namespace, paths: Paths) -> int:
+    from rag import indexing
+
+    report = indexing.build_from_cli(
+        paths,
+        sources=args.source,
+        path=args.path,
+        options=args.set,
+        fetch=args.fetch,
+        name=args.name,
+        dense=None if args.no_dense else args.dense_kind,
+        lexical=args.lexical,
+        max_tokens=args.max_tokens,
+        overlap=args.overlap,
+        limit=args.limit,
+        skip_existing=args.skip_existing,
+        progress=not args.quiet,
+    )
+    print(report)
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace, paths: Paths) -> int:
+    from rag import indexing
+
+    manifest = indexing.index_info(paths, args.name, verify=args.verify)
+    if args.json:
+        print(json.dumps(manifest, indent=2))
+        return 0
+    counts = manifest["counts"]
+    print(f"index {args.name}: {counts['chunks']} chunks from {counts['documents']} documents")
+    for name, per in counts["per_source"].items():
+        print(f"  {name}: {per['documents']} documents, {per['chunks']} chunks")
+    print(f"  built {manifest['created']} in {manifest['build']['seconds']['total']:.1f}s")
+    print(f"  lexical: {manifest['lexical']['backend']}; dense: "
+          f"{(manifest['dense'] or {}).get('kind', 'none')}; embedder: "
+          f"{(manifest['embedder'] or {}).get('name', 'none')}")
+    print(f"  corpus fingerprint {manifest['corpus_fingerprint'][:16]}; files "
+          f"{'verified' if args.verify else 'sizes checked'}")
+    return 0
+
+
+def _print_hits(hits: list[Hit]) -> None:
+    for hit in hits:
+        c = hit.chunk
+        section = " > ".join(c.section[-2:])
+        print(f"{hit.rank:>2}. [{hit.score:.4f}] {c.title}" + (f" — {section}" if section else ""))
+        print(f"    {c.chunk_id} | {c.source} | {c.url or 'no url'} | chars {c.start}-{c.end}")
+        print(f"    licence: {c.license}")
+        snippet = " ".join(c.text.split())
+        print(textwrap.indent(textwrap.fill(snippet[:400] + ("…" if len(snippet) > 400 else ""), 96), "    | "))
+
+
+def _cmd_retrieve(args: argparse.Namespace, paths: Paths) -> int:
+    from rag import indexing
+
+    filters = Filters(sources=frozenset(args.filter_source), sections=frozenset(args.filter_section))
+    hits = indexing.retrieve(paths, args.name, args.query, k=args.k, mode=args.mode, filters=filters)
+    if args.json:
+        print(json.dumps([{"rank": h.rank, "score": h.score, "retriever": h.retriever,
+                           **h.chunk.to_json()} for h in hits], indent=2, ensure_ascii=False))
+    elif not hits:
+        print("no matching chunks")
+    else:
+        _print_hits(hits)
+    return 0
+
+
+def _cmd_sources(args: argparse.Namespace, paths: Paths) -> int:
+    from corpora.catalog import DEFAULT_CORPUS, known_sources
+
+    for name in known_sources():
+        print(name + ("  (default corpus)" if name in DEFAULT_CORPUS else ""))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    paths = Paths.from_env()
+    handlers: dict[str, Any] = {
+        "build": _cmd_build, "info": _cmd_info, "retrieve": _cmd_retrieve, "sources": _cmd_sources,
+    }
+    key = getattr(args, "action", None) or args.command
+    try:
+        return int(handlers[key](args, paths))
+    except MedciteError as exc:
+        print(f"medcite: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("medcite: interrupted; finished embedding batches are cached and will be reused", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""Library calls behind ``medcite index ...`` and ``medcite retrieve``: build, inspect, search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from indexes.dense import DenseParams
+from indexes.manifest import read_manifest, verify_files
+from indexes.store import LoadedIndex, load_index
+from rag.config import Paths
+from rag.errors import ConfigError, MedciteError
+from rag.protocols import Retriever
+from rag.types import Filters, Hit
+
+
+def _parse_sources(raw: list[str] | None, path: Path | None) -> list[tuple[str, Path | None]]:
+    from corpora.catalog import DEFAULT_CORPUS
+
+    names = raw or list(DEFAULT_CORPUS)
+    if path is not None and len(names) != 1:
+        raise ConfigError("--path needs exactly one --source; use --source NAME=PATH for several")
+    parsed: list[tuple[str, Path | None]] = []
+    for item in names:
+        name, sep, where = item.partition("=")
+        parsed.append((name, Path(where) if sep else path))
+    return parsed
+
+
+def build_from_cli(
+    paths: Paths,
+    *,
+    sources: list[str] | None,
+    path: Path | None,
+    options: list[str],
+    fetch: bool,
+    name: str,
+    dense: str | None,
+    lexical: str,
+    max_tokens: int,
+    overlap: int,
+    limit: int | None,
+    skip_existing: bool,
+    progress: bool,
+) -> str:
+    """Build an index and return a one-line summary."""
+    from corpora.build import BuildConfig, build_index
+    from corpora.catalog import open_source, parse_option
+    from corpora.chunking import ChunkerConfig, WordpieceSpans
+    from indexes.bm25 import Bm25Params
+    from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
+
+    per_source: dict[str, dict[str, Any]] = {}
+    for raw in options:
+        source, key, value = parse_option(raw)
+        per_source.setdefault(source, {})[key] = value
+    specs = _parse_sources(sources, path)
+    unused = set(per_source) - {n for n, _ in specs}
+    if unused:
+        raise ConfigError(f"--set names source(s) not being built: {sorted(unused)}")
+    opened = [open_source(n, paths, path=p, options=per_source.get(n), fetch=fetch) for n, p in specs]
+    config = BuildConfig(
+        name=name,
+        chunker=ChunkerConfig(max_tokens=max_tokens, overlap=overlap),
+        bm25=Bm25Params(),
+        lexical_backend=lexical,
+        dense=DenseParams(kind=dense) if dense else None,
+        limit=limit,
+    )
+    embedder = SentenceTransformerEmbedder() if dense else None
+    model_dir = embedder.model_path if embedder else packaged_minilm_dir()
+    spans = WordpieceSpans(model_dir / "tokenizer.json")
+    if skip_existing and _same_build(paths.indexes_dir / name, opened, config):
+        return f"index {name} is up to date (same sources and settings); skipped"
+    report = build_index(
+        opened, config, paths.indexes_dir,
+        spans=spans, tokenizer_name=spans.name, embedder=embedder,
+        cache_dir=paths.data_dir / "cache" / "embeddings", progress=progress,
+    )
+    return report.summary()
+
+
+def _same_build(folder: Path, sources: list[Any], config: Any) -> bool:
+    from dataclasses import asdict
+
+    try:
+        manifest = read_manifest(folder)
+        verify_files(folder, manifest, checksums=False)
+    except MedciteError:  # missing or unreadable: build it
+        return False
+    chunker = {k: v for k, v in manifest["chunker"].items() if k not in {"tokenizer"}}
+    return bool(
+        manifest["sources"] == [s.describe() for s in sources]
+        and chunker == {**asdict(config.chunker), "limit": config.limit}
+        and manifest["lexical"]["backend"] == config.lexical_backend
+        and manifest["dense"] == (asdict(config.dense) if config.dense else None)
+    )
+
+
+def index_info(paths: Paths, name: str, *, verify: bool) -> dict[str, Any]:
+    folder = paths.indexes_dir / name
+    manifest = read_manifest(folder)
+    verify_files(folder, manifest, checksums=verify)
+    return manifest
+
+
+def open_index(paths: Paths, name: str, *, with_embedder: bool) -> tuple[LoadedIndex, Any]:
+    """Load index ``name`` and, if asked and the index has vectors, its query embedder."""
+    embedder = None
+    fingerprint = None
+    folder = paths.indexes_dir / name
+    if with_embedder and read_manifest(folder).get("embedder"):
+        from indexes.embedder import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder()
+        fingerprint = embedder.fingerprint()
+    return load_index(folder, embedder_fingerprint=fingerprint), embedder
+
+
+def make_retriever(index: LoadedIndex, embedder: Any, mode: str) -> Retriever:
+    from rag.retrieve.dense import DenseRetriever
+    from rag.retrieve.hybrid import HybridRetriever
+    from rag.retrieve.lexical import Bm25Retriever
+
+    if mode == "bm25":
+        return Bm25Retriever(index)
+    if embedder is None:
+        raise ConfigError(f"--mode {mode} needs dense vectors; this index has none (use --mode bm25)")
+    if mode == "dense":
+        return DenseRetriever(index, embedder)
+    if mode == "hybrid":
+        return HybridRetriever([Bm25Retriever(index), DenseRetriever(index, embedder)])
+    raise ConfigError(f"unknown retrieval mode {mode!r}; choose bm25, dense or hybrid")
+
+
+def retrieve(paths: Paths, name: str, query: str, *, k: int, mode: str, filters: Filters) -> list[Hit]:
+    if k < 1:
+        raise ConfigError("--k must be at least 1")
+    index, embedder = open_index(paths, name, with_embedder=mode != "bm25")
+    try:
+        return make_retriever(index, embedder, mode).retrieve(query, k, filters)
+    finally:
+        index.close()

@@ -1,0 +1,106 @@
+"""The shared vocabulary of medcite: plain, frozen records that every package passes around.
+
+This module imports nothing from the project, so any layer may depend on it.
+
+Offsets are Python string indices (code points) into ``Document.text``; for every chunk
+``document.text[chunk.start:chunk.end] == chunk.text`` holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled span of a document: ``text[start:end]`` is the section body."""
+
+    path: tuple[str, ...]
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source document with its provenance.
+
+    ``doc_id`` is globally unique and prefixed by the source (``orphanet:558``).
+    ``sections`` are ordered, non-overlapping spans into ``text``; chunks never cross them.
+    """
+
+    doc_id: str
+    title: str
+    text: str
+    source: str
+    url: str
+    license: str
+    sections: tuple[Section, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage of a document small enough to embed, carrying full provenance."""
+
+    chunk_id: str  # "<doc_id>#<n>", n counting from 0 in document order
+    doc_id: str
+    title: str
+    section: tuple[str, ...]
+    source: str
+    url: str
+    license: str
+    start: int
+    end: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "section": list(self.section),
+            "source": self.source,
+            "url": self.url,
+            "license": self.license,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+        }
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> Chunk:
+        return cls(
+            chunk_id=str(row["chunk_id"]),
+            doc_id=str(row["doc_id"]),
+            title=str(row["title"]),
+            section=tuple(str(s) for s in row["section"]),
+            source=str(row["source"]),
+            url=str(row["url"]),
+            license=str(row["license"]),
+            start=int(row["start"]),
+            end=int(row["end"]),
+            text=str(row["text"]),
+        )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with the score of the retriever that produced it (higher is better)."""
+
+    chunk: Chunk
+    score: float
+    rank: int  # 1-based
+    retriever: str  # "bm25", "dense", "hybrid", ...
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Metadata filters applied before ranking: empty sets mean "no restriction"."""
+
+    sources: frozenset[str] = frozenset()
+    sections: frozenset[str] = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.sources or self.sections)

@@ -1,0 +1,74 @@
+"""Small hand-made fixtures shared by unit tests (no models involved)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from corpora.sources.base import DocumentBuilder
+from rag.types import Document
+
+
+def whitespace_spans(text: str) -> list[tuple[int, int]]:
+    """A stand-in for the wordpiece tokenizer: one token per run of non-space characters."""
+    return [m.span() for m in re.finditer(r"\S+", text)]
+
+
+def make_doc(doc_id: str, sections: dict[str, str], *, title: str = "", source: str = "test") -> Document:
+    builder = DocumentBuilder()
+    for path, body in sections.items():
+        builder.add(tuple(path.split("/")), body)
+    return builder.build(doc_id=doc_id, title=title or doc_id, source=source,
+                         url=f"https://example.org/{doc_id}", license="CC0")
+
+
+class ListSource:
+    """A Source over documents held in memory."""
+
+    name: ClassVar[str] = "test"
+    default_subdir: ClassVar[str | None] = None
+
+    def __init__(self, docs: Sequence[Document], name: str = "test") -> None:
+        self.docs = list(docs)
+        self.name = name  # type: ignore[misc]
+
+    def documents(self) -> Iterator[Document]:
+        yield from self.docs
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "documents": len(self.docs)}
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close. Counts its calls."""
+
+    dim = 64
+    weights_sha256 = "0" * 64
+    name = "hash-embedder"
+    max_tokens = 10_000
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.texts_embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                out[row, sum(map(ord, word)) % self.dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1.0, norms)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"name": self.name, "dim": self.dim, "max_tokens": self.max_tokens,
+                "weights_sha256": self.weights_sha256}
+
+
+def all_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file())
