@@ -81,8 +81,12 @@ def _chunks(
     seen: set[str] = set()
     for source in sources:
         per = counts["per_source"].setdefault(source.name, {"documents": 0, "chunks": 0, "empty": 0})
-        docs = tqdm(_limited(source.documents(), config.limit), desc=f"chunking {source.name}",
-                    unit="doc", disable=not progress)
+        docs = tqdm(
+            _limited(source.documents(), config.limit),
+            desc=f"chunking {source.name}",
+            unit="doc",
+            disable=not progress,
+        )
         for doc in docs:
             if doc.doc_id in seen:
                 raise ConfigError(f"document id {doc.doc_id} appears twice; is a source listed twice?")
@@ -148,30 +152,33 @@ def build_index(
             seconds["faiss"] = time.perf_counter() - t0
         seconds["total"] = time.perf_counter() - started
 
-        manifest = write_manifest(work, {
-            "name": config.name,
-            "medcite_version": MEDCITE_VERSION,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "sources": [s.describe() for s in sources],
-            "corpus_fingerprint": corpus_fingerprint(chunks),
-            "chunker": {**asdict(config.chunker), "tokenizer": tokenizer_name, "limit": config.limit},
-            "tokenizer": text.tokenizer_config(),
-            "lexical": {"backend": config.lexical_backend, **asdict(config.bm25)},
-            "dense": asdict(config.dense) if config.dense is not None else None,
-            "embedder": embedder.fingerprint() if config.dense is not None and embedder else None,
-            "counts": {
-                "documents": sum(p["documents"] for p in counts["per_source"].values()),
-                "chunks": n_chunks,
-                "per_source": counts["per_source"],
-                "embeddings_from_cache": reused,
+        manifest = write_manifest(
+            work,
+            {
+                "name": config.name,
+                "medcite_version": MEDCITE_VERSION,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "sources": [s.describe() for s in sources],
+                "corpus_fingerprint": corpus_fingerprint(chunks),
+                "chunker": {**asdict(config.chunker), "tokenizer": tokenizer_name, "limit": config.limit},
+                "tokenizer": text.tokenizer_config(),
+                "lexical": {"backend": config.lexical_backend, **asdict(config.bm25)},
+                "dense": asdict(config.dense) if config.dense is not None else None,
+                "embedder": embedder.fingerprint() if config.dense is not None and embedder else None,
+                "counts": {
+                    "documents": sum(p["documents"] for p in counts["per_source"].values()),
+                    "chunks": n_chunks,
+                    "per_source": counts["per_source"],
+                    "embeddings_from_cache": reused,
+                },
+                "build": {
+                    "seconds": seconds,
+                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                    "python": platform.python_version(),
+                    "machine": platform.machine(),
+                },
             },
-            "build": {
-                "seconds": seconds,
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                "python": platform.python_version(),
-                "machine": platform.machine(),
-            },
-        })
+        )
         final = indexes_dir / f"{config.name}.{stamp}"
         work.rename(final)
     except BaseException:

@@ -61,9 +61,7 @@ def open_source(
         path = paths.source_data / cls.default_subdir
         if not path.exists():
             how = " or add --fetch to download it" if hasattr(cls, "fetch") else ""
-            raise SourceError(
-                f"no local copy of {name} at {path}; set MEDCITE_SOURCE_DATA, pass --path{how}"
-            )
+            raise SourceError(f"no local copy of {name} at {path}; set MEDCITE_SOURCE_DATA, pass --path{how}")
     try:
         return cls(path=path, **options)  # type: ignore[no-any-return]
     except TypeError as exc:

@@ -58,9 +58,7 @@ def chunk_document(doc: Document, spans: TokenSpans, config: ChunkerConfig) -> l
     return chunks
 
 
-def chunk_documents(
-    docs: Iterable[Document], spans: TokenSpans, config: ChunkerConfig
-) -> Iterator[Chunk]:
+def chunk_documents(docs: Iterable[Document], spans: TokenSpans, config: ChunkerConfig) -> Iterator[Chunk]:
     for doc in docs:
         yield from chunk_document(doc, spans, config)
 

@@ -86,9 +86,7 @@ class SentenceTransformerEmbedder:
 
     @cached_property
     def weights_sha256(self) -> str:
-        weights = sorted(self.model_path.glob("*.safetensors")) or sorted(
-            self.model_path.glob("*.bin")
-        )
+        weights = sorted(self.model_path.glob("*.safetensors")) or sorted(self.model_path.glob("*.bin"))
         if not weights:
             raise ModelError(f"no weight file (*.safetensors) in {self.model_path}")
         return sha256_file(weights[0])

@@ -19,8 +19,11 @@ from tqdm.auto import tqdm
 
 
 class Embedder(Protocol):
-    dim: int
-    weights_sha256: str
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def weights_sha256(self) -> str: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 

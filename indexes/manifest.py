@@ -55,9 +55,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST_FILE
     if not folder.is_dir():
-        raise IndexNotFoundError(
-            f"no index at {folder}; build one with: medcite index build"
-        )
+        raise IndexNotFoundError(f"no index at {folder}; build one with: medcite index build")
     if not path.is_file():
         raise IndexCorruptError(
             f"{folder} has no {MANIFEST_FILE} (an interrupted or foreign build); "
@@ -89,8 +87,7 @@ def verify_files(folder: Path, manifest: dict[str, Any], *, checksums: bool = Tr
             )
         if checksums and file_digest(path)["sha256"] != expected["sha256"]:
             raise IndexCorruptError(
-                f"{path} does not match its sha256 in the manifest (corrupted or modified); "
-                "rebuild the index"
+                f"{path} does not match its sha256 in the manifest (corrupted or modified); rebuild the index"
             )
 
 

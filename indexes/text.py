@@ -25,6 +25,7 @@ TOKENIZER_VERSION = 1
 _COMPOUND = re.compile(r"[^\W_]+(?:[-/+'.][^\W_]+)*")
 _SPLIT = re.compile(r"[-/+'.]")
 _DECIMAL = re.compile(r"\d+\.\d+")
+_JOINER = re.compile(r"[-/+']")
 
 STOPWORDS = frozenset(
     """
@@ -51,17 +52,10 @@ def tokenize(text: str) -> list[str]:
     tokens: list[str] = []
     for match in _COMPOUND.finditer(normalize(text)):
         word = match.group(0)
-        pieces = [p for p in _SPLIT.split(word) if p]
-        if len(pieces) == 1:
-            if word not in STOPWORDS:
-                tokens.append(pieces[0])
-            continue
-        for decimal_or_piece in _pieces_keeping_decimals(word):
-            if decimal_or_piece not in STOPWORDS:
-                tokens.append(decimal_or_piece)
-        joined = "".join(pieces)
-        if "-" in word or "/" in word or "+" in word or "'" in word:
-            tokens.append(joined)
+        pieces = _pieces_keeping_decimals(word)
+        tokens.extend(p for p in pieces if p not in STOPWORDS)
+        if len(pieces) > 1 and _JOINER.search(word):
+            tokens.append("".join(_SPLIT.split(word)))
     return tokens
 
 

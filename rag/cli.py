@@ -25,13 +25,24 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="medcite", description="Cited answers from clinical sources.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    index = sub.add_parser("index", help="build and inspect indexes").add_subparsers(dest="action", required=True)
+    index = sub.add_parser("index", help="build and inspect indexes").add_subparsers(
+        dest="action", required=True
+    )
     build = index.add_parser("build", help="build an index from one or more sources")
-    build.add_argument("--source", action="append", metavar="NAME[=PATH]",
-                       help="a source (repeatable); default: the embedded corpus open-medicine + hpo")
+    build.add_argument(
+        "--source",
+        action="append",
+        metavar="NAME[=PATH]",
+        help="a source (repeatable); default: the embedded corpus open-medicine + hpo",
+    )
     build.add_argument("--path", type=Path, help="local copy of the data, when one source is given")
-    build.add_argument("--set", action="append", default=[], metavar="SOURCE.KEY=VALUE",
-                       help="a source option, e.g. hpo.databases=ORPHA,OMIM")
+    build.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SOURCE.KEY=VALUE",
+        help="a source option, e.g. hpo.databases=ORPHA,OMIM",
+    )
     build.add_argument("--fetch", action="store_true", help="download public sources first (needs a network)")
     build.add_argument("--no-dense", action="store_true", help="BM25 only (no embedder needed)")
     build.add_argument("--dense-kind", choices=["flat", "hnsw"], default="flat")
@@ -39,8 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--max-tokens", type=int, default=200, help="wordpieces per chunk")
     build.add_argument("--overlap", type=int, default=32, help="wordpieces shared by adjacent chunks")
     build.add_argument("--limit", type=int, help="at most this many documents per source")
-    build.add_argument("--skip-existing", action="store_true",
-                       help="do nothing if an index of this name was built from the same sources and settings")
+    build.add_argument(
+        "--skip-existing",
+        action="store_true",
+        help="do nothing if an index of this name was built from the same sources and settings",
+    )
     build.add_argument("--quiet", action="store_true", help="no progress bars")
     _add_index_args(build)
 
@@ -96,11 +110,15 @@ def _cmd_info(args: argparse.Namespace, paths: Paths) -> int:
     for name, per in counts["per_source"].items():
         print(f"  {name}: {per['documents']} documents, {per['chunks']} chunks")
     print(f"  built {manifest['created']} in {manifest['build']['seconds']['total']:.1f}s")
-    print(f"  lexical: {manifest['lexical']['backend']}; dense: "
-          f"{(manifest['dense'] or {}).get('kind', 'none')}; embedder: "
-          f"{(manifest['embedder'] or {}).get('name', 'none')}")
-    print(f"  corpus fingerprint {manifest['corpus_fingerprint'][:16]}; files "
-          f"{'verified' if args.verify else 'sizes checked'}")
+    print(
+        f"  lexical: {manifest['lexical']['backend']}; dense: "
+        f"{(manifest['dense'] or {}).get('kind', 'none')}; embedder: "
+        f"{(manifest['embedder'] or {}).get('name', 'none')}"
+    )
+    print(
+        f"  corpus fingerprint {manifest['corpus_fingerprint'][:16]}; files "
+        f"{'verified' if args.verify else 'sizes checked'}"
+    )
     return 0
 
 
@@ -112,7 +130,9 @@ def _print_hits(hits: list[Hit]) -> None:
         print(f"    {c.chunk_id} | {c.source} | {c.url or 'no url'} | chars {c.start}-{c.end}")
         print(f"    licence: {c.license}")
         snippet = " ".join(c.text.split())
-        print(textwrap.indent(textwrap.fill(snippet[:400] + ("…" if len(snippet) > 400 else ""), 96), "    | "))
+        print(
+            textwrap.indent(textwrap.fill(snippet[:400] + ("…" if len(snippet) > 400 else ""), 96), "    | ")
+        )
 
 
 def _cmd_retrieve(args: argparse.Namespace, paths: Paths) -> int:
@@ -121,8 +141,16 @@ def _cmd_retrieve(args: argparse.Namespace, paths: Paths) -> int:
     filters = Filters(sources=frozenset(args.filter_source), sections=frozenset(args.filter_section))
     hits = indexing.retrieve(paths, args.name, args.query, k=args.k, mode=args.mode, filters=filters)
     if args.json:
-        print(json.dumps([{"rank": h.rank, "score": h.score, "retriever": h.retriever,
-                           **h.chunk.to_json()} for h in hits], indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                [
+                    {"rank": h.rank, "score": h.score, "retriever": h.retriever, **h.chunk.to_json()}
+                    for h in hits
+                ],
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     elif not hits:
         print("no matching chunks")
     else:
@@ -142,7 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     paths = Paths.from_env()
     handlers: dict[str, Any] = {
-        "build": _cmd_build, "info": _cmd_info, "retrieve": _cmd_retrieve, "sources": _cmd_sources,
+        "build": _cmd_build,
+        "info": _cmd_info,
+        "retrieve": _cmd_retrieve,
+        "sources": _cmd_sources,
     }
     key = getattr(args, "action", None) or args.command
     try:
@@ -151,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"medcite: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("medcite: interrupted; finished embedding batches are cached and will be reused", file=sys.stderr)
+        print(
+            "medcite: interrupted; finished embedding batches are cached and will be reused", file=sys.stderr
+        )
         return 130
 
 

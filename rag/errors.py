@@ -19,8 +19,7 @@ class MissingExtraError(MedciteError, ImportError):
 
     def __init__(self, package: str, extra: str) -> None:
         super().__init__(
-            f"{package} is not installed; it comes with the '{extra}' extra: "
-            f"pip install 'medcite[{extra}]'"
+            f"{package} is not installed; it comes with the '{extra}' extra: pip install 'medcite[{extra}]'"
         )
         self.package = package
         self.extra = extra

@@ -73,9 +73,14 @@ def build_from_cli(
     if skip_existing and _same_build(paths.indexes_dir / name, opened, config):
         return f"index {name} is up to date (same sources and settings); skipped"
     report = build_index(
-        opened, config, paths.indexes_dir,
-        spans=spans, tokenizer_name=spans.name, embedder=embedder,
-        cache_dir=paths.data_dir / "cache" / "embeddings", progress=progress,
+        opened,
+        config,
+        paths.indexes_dir,
+        spans=spans,
+        tokenizer_name=spans.name,
+        embedder=embedder,
+        cache_dir=paths.data_dir / "cache" / "embeddings",
+        progress=progress,
     )
     return report.summary()
 

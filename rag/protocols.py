@@ -11,7 +11,8 @@ from rag.types import Filters, Hit
 
 
 class Embedder(Protocol):
-    dim: int
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text."""

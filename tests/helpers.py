@@ -22,8 +22,13 @@ def make_doc(doc_id: str, sections: dict[str, str], *, title: str = "", source: 
     builder = DocumentBuilder()
     for path, body in sections.items():
         builder.add(tuple(path.split("/")), body)
-    return builder.build(doc_id=doc_id, title=title or doc_id, source=source,
-                         url=f"https://example.org/{doc_id}", license="CC0")
+    return builder.build(
+        doc_id=doc_id,
+        title=title or doc_id,
+        source=source,
+        url=f"https://example.org/{doc_id}",
+        license="CC0",
+    )
 
 
 class ListSource:
@@ -66,8 +71,12 @@ class HashEmbedder:
         return out / np.where(norms == 0, 1.0, norms)
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"name": self.name, "dim": self.dim, "max_tokens": self.max_tokens,
-                "weights_sha256": self.weights_sha256}
+        return {
+            "name": self.name,
+            "dim": self.dim,
+            "max_tokens": self.max_tokens,
+            "weights_sha256": self.weights_sha256,
+        }
 
 
 def all_files(folder: Path) -> list[Path]:

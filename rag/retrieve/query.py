@@ -14,9 +14,7 @@ def clean_query(query: object, max_chars: int = MAX_QUERY_CHARS) -> str:
     """Return the query stripped of control characters, or raise QueryError saying why not."""
     if not isinstance(query, str):
         raise QueryError(f"the query must be text, got {type(query).__name__}")
-    cleaned = "".join(
-        ch if unicodedata.category(ch)[0] != "C" else " " for ch in query
-    ).strip()
+    cleaned = "".join(ch if unicodedata.category(ch)[0] != "C" else " " for ch in query).strip()
     if not cleaned:
         raise QueryError("the query is empty; ask a question in words")
     if len(cleaned) > max_chars:

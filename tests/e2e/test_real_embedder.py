@@ -16,8 +16,18 @@ def paths(tmp_path_factory) -> Paths:
     data = tmp_path_factory.mktemp("data")
     paths = Paths(data_dir=data)
     summary = build_from_cli(
-        paths, sources=["open-medicine"], path=None, options=[], fetch=False, name="default",
-        dense="flat", lexical="bm25s", max_tokens=200, overlap=32, limit=6, skip_existing=False,
+        paths,
+        sources=["open-medicine"],
+        path=None,
+        options=[],
+        fetch=False,
+        name="default",
+        dense="flat",
+        lexical="bm25s",
+        max_tokens=200,
+        overlap=32,
+        limit=6,
+        skip_existing=False,
         progress=False,
     )
     assert "6 documents" in summary
@@ -47,7 +57,9 @@ def test_paraphrased_question_finds_the_guideline_passage(paths, mode, depth):
 
 
 def test_scores_are_cosine_similarities_in_dense_mode(paths):
-    hits = retrieve(paths, "default", "atrial fibrillation rate control", k=5, mode="dense", filters=Filters())
+    hits = retrieve(
+        paths, "default", "atrial fibrillation rate control", k=5, mode="dense", filters=Filters()
+    )
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     assert all(-1.0 <= s <= 1.0 + 1e-5 for s in scores) and scores[0] > 0.4

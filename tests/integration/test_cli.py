@@ -13,8 +13,9 @@ import pytest
 
 def medcite(*args: str, data_dir: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEDCITE_DATA_DIR": str(data_dir)}
-    result = subprocess.run([sys.executable, "-m", "rag.cli", *args], capture_output=True, text=True,
-                            env=env, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "rag.cli", *args], capture_output=True, text=True, env=env, timeout=300
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"medcite {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result
@@ -23,18 +24,31 @@ def medcite(*args: str, data_dir: Path, check: bool = True) -> subprocess.Comple
 @pytest.fixture(scope="module")
 def bm25_index(tmp_path_factory) -> Path:
     data = tmp_path_factory.mktemp("data")
-    out = medcite("index", "build", "--source", "open-medicine", "--no-dense", "--quiet", "--name", "om",
-                  data_dir=data)
+    out = medcite(
+        "index", "build", "--source", "open-medicine", "--no-dense", "--quiet", "--name", "om", data_dir=data
+    )
     assert "145 documents" in out.stdout
     return data
 
 
 def test_build_info_and_bm25_retrieve(bm25_index):
-    info = json.loads(medcite("index", "info", "--name", "om", "--json", "--verify", data_dir=bm25_index).stdout)
+    info = json.loads(
+        medcite("index", "info", "--name", "om", "--json", "--verify", data_dir=bm25_index).stdout
+    )
     assert info["counts"]["per_source"]["open-medicine"]["documents"] == 145
     assert info["lexical"]["backend"] == "bm25s" and info["embedder"] is None
-    out = medcite("retrieve", "CHA2DS2-VASc anticoagulation", "--mode", "bm25", "--k", "3", "--name", "om",
-                  "--json", data_dir=bm25_index)
+    out = medcite(
+        "retrieve",
+        "CHA2DS2-VASc anticoagulation",
+        "--mode",
+        "bm25",
+        "--k",
+        "3",
+        "--name",
+        "om",
+        "--json",
+        data_dir=bm25_index,
+    )
     hits = json.loads(out.stdout)
     assert len(hits) == 3 and hits[0]["rank"] == 1
     assert hits[0]["doc_id"].startswith("open-medicine:acc_aha_af_2023")
@@ -43,21 +57,37 @@ def test_build_info_and_bm25_retrieve(bm25_index):
 
 
 def test_skip_existing_is_idempotent(bm25_index):
-    out = medcite("index", "build", "--source", "open-medicine", "--no-dense", "--quiet", "--name", "om",
-                  "--skip-existing", data_dir=bm25_index)
+    out = medcite(
+        "index",
+        "build",
+        "--source",
+        "open-medicine",
+        "--no-dense",
+        "--quiet",
+        "--name",
+        "om",
+        "--skip-existing",
+        data_dir=bm25_index,
+    )
     assert "up to date" in out.stdout
 
 
-@pytest.mark.parametrize("args,message", [
-    (["retrieve", "", "--mode", "bm25", "--name", "om"], "query is empty"),
-    (["retrieve", "?!?!", "--mode", "bm25", "--name", "om"], "no words"),
-    (["retrieve", "x" * 100_000, "--mode", "bm25", "--name", "om"], "limit is"),
-    (["retrieve", "sepsis", "--mode", "dense", "--name", "om"], "needs dense vectors"),
-    (["retrieve", "sepsis", "--name", "missing"], "medcite index build"),
-    (["index", "build", "--source", "nonsense", "--no-dense"], "choose one of"),
-    (["index", "build", "--source", "orphanet", "--path", "/nonexistent/x", "--no-dense"], "/nonexistent/x"),
-    (["index", "build", "--source", "hpo", "--set", "hpo.colour=blue", "--no-dense"], "no option"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["retrieve", "", "--mode", "bm25", "--name", "om"], "query is empty"),
+        (["retrieve", "?!?!", "--mode", "bm25", "--name", "om"], "no words"),
+        (["retrieve", "x" * 100_000, "--mode", "bm25", "--name", "om"], "limit is"),
+        (["retrieve", "sepsis", "--mode", "dense", "--name", "om"], "needs dense vectors"),
+        (["retrieve", "sepsis", "--name", "missing"], "medcite index build"),
+        (["index", "build", "--source", "nonsense", "--no-dense"], "choose one of"),
+        (
+            ["index", "build", "--source", "orphanet", "--path", "/nonexistent/x", "--no-dense"],
+            "/nonexistent/x",
+        ),
+        (["index", "build", "--source", "hpo", "--set", "hpo.colour=blue", "--no-dense"], "no option"),
+    ],
+)
 def test_bad_input_gets_a_clear_error_not_a_traceback(bm25_index, args, message):
     result = medcite(*args, data_dir=bm25_index, check=False)
     assert result.returncode == 2
@@ -69,7 +99,18 @@ def test_empty_user_folder_fails_without_leaving_an_index(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "blank.md").write_text("# Only a heading\n\n   \n")
-    result = medcite("index", "build", "--source", "user-docs", "--path", str(docs), "--no-dense",
-                     "--name", "mine", data_dir=tmp_path / "data", check=False)
+    result = medcite(
+        "index",
+        "build",
+        "--source",
+        "user-docs",
+        "--path",
+        str(docs),
+        "--no-dense",
+        "--name",
+        "mine",
+        data_dir=tmp_path / "data",
+        check=False,
+    )
     assert result.returncode == 2 and "no chunk" in result.stderr
     assert not (tmp_path / "data" / "indexes" / "mine").exists()

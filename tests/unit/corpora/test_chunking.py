@@ -9,15 +9,21 @@ from tests.helpers import make_doc, whitespace_spans
 
 
 def test_short_sections_become_one_chunk_each_with_provenance():
-    doc = make_doc("src:1", {"Definition": "A rare disorder.", "Inheritance": "Autosomal dominant."},
-                   title="Disease X")
+    doc = make_doc(
+        "src:1", {"Definition": "A rare disorder.", "Inheritance": "Autosomal dominant."}, title="Disease X"
+    )
     chunks = chunk_document(doc, whitespace_spans, ChunkerConfig(max_tokens=50, overlap=5))
     assert [c.chunk_id for c in chunks] == ["src:1#0", "src:1#1"]
     assert [c.section for c in chunks] == [("Definition",), ("Inheritance",)]
     for c in chunks:
-        assert doc.text[c.start:c.end] == c.text
+        assert doc.text[c.start : c.end] == c.text
         assert (c.doc_id, c.title, c.source, c.url, c.license) == (
-            "src:1", "Disease X", "test", "https://example.org/src:1", "CC0")
+            "src:1",
+            "Disease X",
+            "test",
+            "https://example.org/src:1",
+            "CC0",
+        )
 
 
 def test_long_section_is_windowed_with_overlap_and_never_crosses_sections():
@@ -57,8 +63,9 @@ words = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"])
 
 
 @settings(max_examples=80, deadline=None)
-@given(bodies=st.lists(words, min_size=1, max_size=4), max_tokens=st.integers(8, 40),
-       overlap=st.integers(0, 3))
+@given(
+    bodies=st.lists(words, min_size=1, max_size=4), max_tokens=st.integers(8, 40), overlap=st.integers(0, 3)
+)
 def test_chunks_cover_every_token_of_every_section(bodies, max_tokens, overlap):
     doc = make_doc("h", {f"s{i}": b * 5 for i, b in enumerate(bodies)})
     config = ChunkerConfig(max_tokens=max_tokens, overlap=overlap)
@@ -66,10 +73,10 @@ def test_chunks_cover_every_token_of_every_section(bodies, max_tokens, overlap):
     assert chunks == chunk_document(doc, whitespace_spans, config)  # deterministic
     covered = set()
     for c in chunks:
-        assert doc.text[c.start:c.end] == c.text
+        assert doc.text[c.start : c.end] == c.text
         assert len(whitespace_spans(c.text)) <= max_tokens
         covered.update(range(c.start, c.end))
     for section in doc.sections:
-        for s, e in whitespace_spans(doc.text[section.start:section.end]):
+        for s, e in whitespace_spans(doc.text[section.start : section.end]):
             assert set(range(section.start + s, section.start + e)) <= covered
     assert all(isinstance(s, Section) for s in doc.sections)

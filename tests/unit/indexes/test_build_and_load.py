@@ -10,28 +10,57 @@ from indexes.dense import DenseParams
 from indexes.embedding_cache import embed_cached
 from indexes.manifest import read_manifest
 from indexes.store import load_index
-from rag.errors import ConfigError, EmptyCorpusError, IndexCorruptError, IndexMismatchError, IndexNotFoundError
+from rag.errors import (
+    ConfigError,
+    EmptyCorpusError,
+    IndexCorruptError,
+    IndexMismatchError,
+    IndexNotFoundError,
+)
 from rag.retrieve.dense import DenseRetriever
 from rag.retrieve.lexical import Bm25Retriever
 from rag.types import Filters
 from tests.helpers import HashEmbedder, ListSource, all_files, make_doc, whitespace_spans
 
 DOCS = [
-    make_doc("t:marfan", {"Definition": "Marfan syndrome is a connective tissue disorder.",
-                          "Inheritance": "Autosomal dominant inheritance, FBN1 gene."}, title="Marfan syndrome"),
-    make_doc("t:cf", {"Definition": "Cystic fibrosis affects lungs and pancreas.",
-                      "Inheritance": "Autosomal recessive inheritance, CFTR gene."}, title="Cystic fibrosis"),
-    make_doc("t:af", {"Anticoagulation": "Use the CHA2DS2-VASc score to decide on anticoagulation."},
-             title="Atrial fibrillation guideline", source="guides"),
+    make_doc(
+        "t:marfan",
+        {
+            "Definition": "Marfan syndrome is a connective tissue disorder.",
+            "Inheritance": "Autosomal dominant inheritance, FBN1 gene.",
+        },
+        title="Marfan syndrome",
+    ),
+    make_doc(
+        "t:cf",
+        {
+            "Definition": "Cystic fibrosis affects lungs and pancreas.",
+            "Inheritance": "Autosomal recessive inheritance, CFTR gene.",
+        },
+        title="Cystic fibrosis",
+    ),
+    make_doc(
+        "t:af",
+        {"Anticoagulation": "Use the CHA2DS2-VASc score to decide on anticoagulation."},
+        title="Atrial fibrillation guideline",
+        source="guides",
+    ),
 ]
 
 
 def _build(tmp: Path, docs=DOCS, *, dense=True, name="idx", embedder=None, source_name="test"):
     embedder = embedder or HashEmbedder()
     config = BuildConfig(name=name, dense=DenseParams() if dense else None)
-    return build_index([ListSource(docs, source_name)], config, tmp / "indexes", spans=whitespace_spans,
-                       tokenizer_name="whitespace", embedder=embedder if dense else None,
-                       cache_dir=tmp / "cache", progress=False)
+    return build_index(
+        [ListSource(docs, source_name)],
+        config,
+        tmp / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=embedder if dense else None,
+        cache_dir=tmp / "cache",
+        progress=False,
+    )
 
 
 def test_build_writes_a_verifiable_folder_and_loads_back(tmp_path):
@@ -40,8 +69,12 @@ def test_build_writes_a_verifiable_folder_and_loads_back(tmp_path):
     assert folder.is_symlink() and folder.resolve() == report.folder
     manifest = read_manifest(folder)
     assert manifest["counts"]["chunks"] == 5 and manifest["counts"]["documents"] == 3
-    assert set(manifest["files"]) >= {"chunks.jsonl", "chunk_offsets.npy", "bm25/data.csc.index.npy",
-                                      "dense/index.faiss"}
+    assert set(manifest["files"]) >= {
+        "chunks.jsonl",
+        "chunk_offsets.npy",
+        "bm25/data.csc.index.npy",
+        "dense/index.faiss",
+    }
     assert len(manifest["corpus_fingerprint"]) == 64
     index = load_index(folder, embedder_fingerprint=HashEmbedder().fingerprint())
     hits = Bm25Retriever(index).retrieve("autosomal recessive CFTR", 2)

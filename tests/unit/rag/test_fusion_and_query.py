@@ -24,8 +24,10 @@ def test_rrf_is_independent_of_run_order(runs):
     assert reciprocal_rank_fusion(runs) == pytest.approx(reciprocal_rank_fusion(runs[::-1]))
 
 
-@pytest.mark.parametrize("bad,why", [("", "empty"), ("   \n\t", "empty"), ("?!...", "no words"),
-                                     ("x" * 100_000, "limit"), (None, "text")])
+@pytest.mark.parametrize(
+    "bad,why",
+    [("", "empty"), ("   \n\t", "empty"), ("?!...", "no words"), ("x" * 100_000, "limit"), (None, "text")],
+)
 def test_unusable_queries_get_a_clear_error(bad, why):
     with pytest.raises(QueryError, match=why):
         clean_query(bad)

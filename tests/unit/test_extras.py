@@ -1,0 +1,39 @@
+"""A missing optional dependency raises an error that names the extra to install."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from indexes.bm25 import Bm25Params, RankBm25Index
+from indexes.dense import DenseIndex, DenseParams
+from indexes.embedder import SentenceTransformerEmbedder
+from rag.errors import MissingExtraError
+
+
+@pytest.fixture
+def without(monkeypatch):
+    def hide(*modules):
+        for name in modules:
+            monkeypatch.setitem(sys.modules, name, None)  # import now raises ImportError
+
+    return hide
+
+
+def test_faiss_missing_names_the_dense_extra(without):
+    without("faiss")
+    with pytest.raises(MissingExtraError, match=r"medcite\[dense\]") as err:
+        DenseIndex.build(np.eye(3, dtype=np.float32), DenseParams())
+    assert err.value.package == "faiss-cpu"
+
+
+def test_sentence_transformers_missing_names_the_dense_extra(without):
+    without("sentence_transformers")
+    with pytest.raises(MissingExtraError, match=r"medcite\[dense\]"):
+        SentenceTransformerEmbedder().embed(["text"])
+
+
+def test_rank_bm25_missing_names_the_lexical_extra(without):
+    without("rank_bm25")
+    with pytest.raises(MissingExtraError, match=r"medcite\[lexical\]"):
+        RankBm25Index.build([["a"]], Bm25Params())
