@@ -119,12 +119,14 @@ def build_index(
     work = indexes_dir / f".{config.name}.{stamp}.building"
     work.mkdir()
     seconds: dict[str, float] = {}
+    peak_mb: dict[str, float] = {}  # process peak RSS after each stage (monotonic)
     started = time.perf_counter()
     try:
         counts: dict[str, Any] = {"per_source": {}}
         t0 = time.perf_counter()
         n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress))
         seconds["chunk"] = time.perf_counter() - t0
+        peak_mb["chunk"] = _peak_rss_mb()
         if n_chunks == 0:
             names = ", ".join(s.name for s in sources)
             raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
@@ -139,6 +141,7 @@ def build_index(
         lexical = lexical_cls.build(tokens, config.bm25)
         lexical.save(work / BM25_DIR)
         seconds["bm25"] = time.perf_counter() - t0
+        peak_mb["bm25"] = _peak_rss_mb()
         del tokens
 
         seconds["embed"] = seconds["faiss"] = 0.0
@@ -147,9 +150,11 @@ def build_index(
             t0 = time.perf_counter()
             vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
             seconds["embed"] = time.perf_counter() - t0
+            peak_mb["embed"] = _peak_rss_mb()
             t0 = time.perf_counter()
             DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
             seconds["faiss"] = time.perf_counter() - t0
+            peak_mb["faiss"] = _peak_rss_mb()
         seconds["total"] = time.perf_counter() - started
 
         manifest = write_manifest(
@@ -173,7 +178,8 @@ def build_index(
                 },
                 "build": {
                     "seconds": seconds,
-                    "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                    "peak_rss_mb": _peak_rss_mb(),
+                    "peak_rss_mb_after_stage": peak_mb,
                     "python": platform.python_version(),
                     "machine": platform.machine(),
                 },
@@ -186,6 +192,10 @@ def build_index(
         raise
     _point_link_at(indexes_dir / config.name, final)
     return BuildReport(folder=final, manifest=manifest)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _point_link_at(link: Path, target: Path) -> None:

@@ -65,3 +65,11 @@ def require(module: str, *, package: str, extra: str) -> object:
         return importlib.import_module(module)
     except ImportError as exc:
         raise MissingExtraError(package, extra) from exc
+
+
+class GeneratorError(MedciteError):
+    """The generator is missing, unreachable, too slow or returned unusable output."""
+
+
+class GeneratorTimeout(GeneratorError):
+    """The generator did not answer within its timeout."""

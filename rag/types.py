@@ -104,3 +104,90 @@ class Filters:
 
     def __bool__(self) -> bool:
         return bool(self.sources or self.sections)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat turn (OpenAI roles: system, user, assistant)."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What a generator returns for one completion."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    finish_reason: str = "stop"  # "stop" | "length"
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A source marker ``[n]`` in an answer, resolved to the exact passage it points at."""
+
+    marker: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: tuple[str, ...]
+    source: str
+    url: str
+    license: str
+    start: int
+    end: int
+    quote: str
+    support: float | None = None  # verifier score in [0, 1]; None when not verified
+
+    @classmethod
+    def from_chunk(cls, marker: int, chunk: Chunk, support: float | None = None) -> Citation:
+        return cls(
+            marker=marker,
+            chunk_id=chunk.chunk_id,
+            doc_id=chunk.doc_id,
+            title=chunk.title,
+            section=chunk.section,
+            source=chunk.source,
+            url=chunk.url,
+            license=chunk.license,
+            start=chunk.start,
+            end=chunk.end,
+            quote=chunk.text,
+            support=support,
+        )
+
+
+@dataclass(frozen=True)
+class SentenceSupport:
+    """One answer sentence, the markers it carries, and whether its cited passages support it."""
+
+    text: str
+    markers: tuple[int, ...]
+    support: float  # best support over its cited passages, 0 when it cites none
+    supported: bool
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The result of ``Pipeline.answer``.
+
+    ``mode`` says what kind of answer this is, so no caller mistakes one for another:
+    ``rag`` (grounded in cited evidence), ``closed-book`` (model memory only, by request),
+    ``abstained`` (no evidence cleared the threshold), ``degraded`` (generation failed;
+    ``evidence`` lists the passages found, unsummarised).
+    """
+
+    question: str
+    text: str
+    mode: str
+    citations: tuple[Citation, ...] = ()
+    sentences: tuple[SentenceSupport, ...] = ()
+    evidence: tuple[Hit, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    usage: Mapping[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    choice: str | None = None  # multiple-choice mode: the chosen option letter
+    option_probs: Mapping[str, float] | None = None
