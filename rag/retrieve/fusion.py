@@ -21,3 +21,28 @@ def reciprocal_rank_fusion(runs: Sequence[Sequence[str]], k: float = 60.0) -> di
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """Items by descending score; ties broken by id so the order is deterministic."""
     return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def min_max(scores: Mapping[str, float]) -> dict[str, float]:
+    """Rescale one run's scores to [0, 1]: ``(s - min) / (max - min)``; a constant run maps to 1."""
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    if high == low:
+        return dict.fromkeys(scores, 1.0)
+    return {d: (s - low) / (high - low) for d, s in scores.items()}
+
+
+def weighted_score_fusion(runs: Sequence[Mapping[str, float]], weights: Sequence[float]) -> dict[str, float]:
+    """``score(d) = sum over runs r of w_r * minmax_r(s_r(d))``; an id absent from a run adds 0.
+
+    Min-max per run puts BM25 scores (unbounded) and cosine similarities on one scale;
+    with weights (0.5, 0.5) a chunk first in both runs scores 1.0.
+    """
+    if len(runs) != len(weights):
+        raise ValueError(f"{len(runs)} runs but {len(weights)} weights")
+    fused: dict[str, float] = {}
+    for run, weight in zip(runs, weights, strict=True):
+        for doc_id, score in min_max(run).items():
+            fused[doc_id] = fused.get(doc_id, 0.0) + weight * score
+    return fused

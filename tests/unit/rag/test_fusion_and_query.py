@@ -35,3 +35,22 @@ def test_unusable_queries_get_a_clear_error(bad, why):
 
 def test_control_characters_are_removed():
     assert clean_query("IL-6\x00 levels\x1b") == "IL-6  levels"
+
+
+def test_weighted_fusion_min_max_normalises_each_run():
+    from rag.retrieve.fusion import weighted_score_fusion
+
+    bm25 = {"a": 12.0, "b": 4.0, "c": 8.0}
+    dense = {"b": 0.9, "d": 0.5}
+    fused = weighted_score_fusion([bm25, dense], [0.7, 0.3])
+    assert fused["a"] == pytest.approx(0.7 * 1.0)
+    assert fused["b"] == pytest.approx(0.7 * 0.0 + 0.3 * 1.0)
+    assert fused["c"] == pytest.approx(0.7 * (8 - 4) / (12 - 4))
+    assert fused["d"] == pytest.approx(0.3 * 0.0)
+
+
+def test_weighted_fusion_needs_one_weight_per_run():
+    from rag.retrieve.fusion import weighted_score_fusion
+
+    with pytest.raises(ValueError, match="weights"):
+        weighted_score_fusion([{"a": 1.0}], [0.5, 0.5])

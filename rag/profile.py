@@ -1,0 +1,101 @@
+"""Typed pipeline profiles, loaded from TOML files and passed explicitly.
+
+A profile names everything ``medcite ask`` and the API need to assemble a pipeline: which
+index, how to retrieve, rerank and filter evidence, which generator, and how to verify
+citations. Packaged profiles live in ``rag/profiles/<name>.toml``; ``--profile`` also takes a
+path to a user's own file. Unknown keys are errors, so a typo never silently uses a default.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rag.errors import ConfigError
+
+PROFILES_DIR = Path(__file__).parent / "profiles"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetrievalConfig(_Strict):
+    mode: Literal["bm25", "dense", "hybrid"] = "hybrid"
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: float = Field(60.0, gt=0)
+    weights: tuple[float, float] = (0.5, 0.5)
+    candidates: int = Field(30, ge=1, le=1000)  # per retriever, before fusion and reranking
+    sources: tuple[str, ...] = ()  # metadata filters applied before ranking
+    sections: tuple[str, ...] = ()
+
+
+class ReformulationConfig(_Strict):
+    kind: Literal["none", "rewrite", "hyde"] = "none"  # off by default; costs a generation
+    max_tokens: int = Field(96, ge=8, le=512)
+
+
+class RerankConfig(_Strict):
+    backend: Literal["none", "llm", "cross-encoder"] = "llm"
+    model_path: Path | None = None  # cross-encoder folder
+    candidates: int = Field(12, ge=1, le=200)  # how many fused hits are reranked
+    threshold: float | None = Field(0.5, ge=0.0, le=1.0)  # on the reranker's [0, 1] scale
+    keep: int = Field(5, ge=1, le=50)  # evidence passages given to the generator
+
+
+class GeneratorConfig(_Strict):
+    backend: Literal["llama-cpp", "openai"] = "llama-cpp"
+    model_path: Path | None = None  # llama-cpp: a GGUF file; default: the fetched Qwen2.5 1.5B
+    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8080/v1
+    model: str = "default"
+    api_key_env: str | None = None  # name of the environment variable holding the key
+    n_ctx: int = Field(4096, ge=512)
+    threads: int | None = Field(None, ge=1)
+    max_tokens: int = Field(256, ge=1, le=4096)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    timeout_s: float = Field(120.0, gt=0)
+
+
+class VerifyConfig(_Strict):
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    llm_judge: bool = False
+
+
+class Profile(_Strict):
+    name: str = "default"
+    description: str = ""
+    index: str = "default"
+    retrieval: RetrievalConfig = RetrievalConfig()
+    reformulation: ReformulationConfig = ReformulationConfig()
+    rerank: RerankConfig = RerankConfig()
+    generator: GeneratorConfig = GeneratorConfig()
+    verify: VerifyConfig = VerifyConfig()
+
+
+def available_profiles() -> list[str]:
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+
+
+def load_profile(name_or_path: str | Path = "default") -> Profile:
+    """A packaged profile by name, or a TOML file by path; raises ConfigError saying what is wrong."""
+    candidate = Path(name_or_path)
+    path = candidate if candidate.suffix == ".toml" else PROFILES_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        raise ConfigError(
+            f"no profile {str(name_or_path)!r}; choose one of {available_profiles()} or pass a .toml path"
+        )
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read profile {path}: {exc}") from exc
+    raw.setdefault("name", path.stem)
+    try:
+        return Profile.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigError(f"invalid profile {path}: {problems}") from exc
