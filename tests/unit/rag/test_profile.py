@@ -1,0 +1,34 @@
+import pytest
+
+from rag.errors import ConfigError
+from rag.profile import available_profiles, load_profile
+
+
+def test_packaged_profiles_load_and_default_is_the_cited_chain():
+    assert {"default", "fast", "server"} <= set(available_profiles())
+    for name in available_profiles():
+        assert load_profile(name).name == name
+    default = load_profile()
+    assert default.retrieval.mode == "hybrid" and default.rerank.backend == "llm"
+    assert default.rerank.threshold == 0.5 and default.generator.backend == "llama-cpp"
+    assert default.reformulation.kind == "none"  # off by default
+
+
+def test_a_typo_is_an_error_not_a_silent_default(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('[rerank]\nthreshhold = 0.3\n')
+    with pytest.raises(ConfigError, match="rerank.threshhold"):
+        load_profile(path)
+
+
+def test_out_of_range_values_and_unknown_names_are_refused(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('[retrieval]\nmode = "telepathy"\n[rerank]\nthreshold = 2.0\n')
+    with pytest.raises(ConfigError) as err:
+        load_profile(path)
+    assert "retrieval.mode" in str(err.value) and "rerank.threshold" in str(err.value)
+    with pytest.raises(ConfigError, match="choose one of"):
+        load_profile("nope")
+    (tmp_path / "broken.toml").write_text("[retrieval\n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_profile(tmp_path / "broken.toml")
