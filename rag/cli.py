@@ -72,6 +72,17 @@ def _parser() -> argparse.ArgumentParser:
     retrieve.add_argument("--json", action="store_true")
     _add_index_args(retrieve)
 
+    ask = sub.add_parser("ask", help="answer a clinical question with cited sources")
+    ask.add_argument("question")
+    ask.add_argument("--profile", default="default", help="a packaged profile name or a .toml path")
+    ask.add_argument("--closed-book", action="store_true", help="answer from model memory only (labelled)")
+    ask.add_argument("--json", action="store_true")
+
+    models = sub.add_parser("models", help="local model files").add_subparsers(dest="action", required=True)
+    models.add_parser("fetch", help="download, assemble and verify the default generator (once)")
+    models.add_parser("info", help="where the model files are and whether they verify")
+
+    sub.add_parser("profiles", help="list the packaged pipeline profiles")
     sub.add_parser("sources", help="list the corpus sources")
     return parser
 
@@ -141,20 +152,54 @@ def _cmd_retrieve(args: argparse.Namespace, paths: Paths) -> int:
     filters = Filters(sources=frozenset(args.filter_source), sections=frozenset(args.filter_section))
     hits = indexing.retrieve(paths, args.name, args.query, k=args.k, mode=args.mode, filters=filters)
     if args.json:
-        print(
-            json.dumps(
-                [
-                    {"rank": h.rank, "score": h.score, "retriever": h.retriever, **h.chunk.to_json()}
-                    for h in hits
-                ],
-                indent=2,
-                ensure_ascii=False,
-            )
-        )
+        from rag.render import hit_to_dict
+
+        print(json.dumps([hit_to_dict(h) for h in hits], indent=2, ensure_ascii=False))
     elif not hits:
         print("no matching chunks")
     else:
         _print_hits(hits)
+    return 0
+
+
+def _cmd_ask(args: argparse.Namespace, paths: Paths) -> int:
+    from rag.assemble import assemble
+    from rag.profile import load_profile
+    from rag.render import answer_to_dict, answer_to_text
+
+    assembled = assemble(load_profile(args.profile), paths)
+    try:
+        answer = assembled.pipeline.answer(args.question, closed_book=args.closed_book)
+    finally:
+        assembled.close()
+    if args.json:
+        print(json.dumps(answer_to_dict(answer), indent=2, ensure_ascii=False))
+    else:
+        print(answer_to_text(answer), end="")
+    return 0
+
+
+def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
+    from rag.generate.models import DEFAULT_GENERATOR, fetch_model
+
+    path = fetch_model(paths.model_dir, DEFAULT_GENERATOR)
+    print(f"{DEFAULT_GENERATOR.name}: {path} (sha256 verified)")
+    return 0
+
+
+def _cmd_models_info(args: argparse.Namespace, paths: Paths) -> int:
+    from rag.generate.models import DEFAULT_GENERATOR, model_path
+
+    print(f"model dir: {paths.model_dir}")
+    print(f"{DEFAULT_GENERATOR.name}: {model_path(paths.model_dir, DEFAULT_GENERATOR)} (verified)")
+    return 0
+
+
+def _cmd_profiles(args: argparse.Namespace, paths: Paths) -> int:
+    from rag.profile import available_profiles, load_profile
+
+    for name in available_profiles():
+        print(f"{name}: {load_profile(name).description}")
     return 0
 
 
@@ -170,12 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     paths = Paths.from_env()
     handlers: dict[str, Any] = {
-        "build": _cmd_build,
-        "info": _cmd_info,
+        "index build": _cmd_build,
+        "index info": _cmd_info,
         "retrieve": _cmd_retrieve,
+        "ask": _cmd_ask,
+        "models fetch": _cmd_models_fetch,
+        "models info": _cmd_models_info,
+        "profiles": _cmd_profiles,
         "sources": _cmd_sources,
     }
-    key = getattr(args, "action", None) or args.command
+    key = f"{args.command} {args.action}" if getattr(args, "action", None) else args.command
     try:
         return int(handlers[key](args, paths))
     except MedciteError as exc:

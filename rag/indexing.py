@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,16 @@ def open_index(paths: Paths, name: str, *, with_embedder: bool) -> tuple[LoadedI
     return load_index(folder, embedder_fingerprint=fingerprint), embedder
 
 
-def make_retriever(index: LoadedIndex, embedder: Any, mode: str) -> Retriever:
+def make_retriever(
+    index: LoadedIndex,
+    embedder: Any,
+    mode: str,
+    *,
+    fusion: str = "rrf",
+    rrf_k: float = 60.0,
+    weights: Sequence[float] | None = None,
+    candidates: int = 50,
+) -> Retriever:
     from rag.retrieve.dense import DenseRetriever
     from rag.retrieve.hybrid import HybridRetriever
     from rag.retrieve.lexical import Bm25Retriever
@@ -134,7 +144,13 @@ def make_retriever(index: LoadedIndex, embedder: Any, mode: str) -> Retriever:
     if mode == "dense":
         return DenseRetriever(index, embedder)
     if mode == "hybrid":
-        return HybridRetriever([Bm25Retriever(index), DenseRetriever(index, embedder)])
+        return HybridRetriever(
+            [Bm25Retriever(index), DenseRetriever(index, embedder)],
+            fusion=fusion,
+            rrf_k=rrf_k,
+            weights=weights,
+            candidates=candidates,
+        )
     raise ConfigError(f"unknown retrieval mode {mode!r}; choose bm25, dense or hybrid")
 
 

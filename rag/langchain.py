@@ -11,7 +11,6 @@ URL, licence, span) plus the retrieval score, so citations survive a LangChain a
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict
 from typing import Any
 
 from rag.errors import require
@@ -24,6 +23,7 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.runnables import RunnableGenerator, RunnableLambda  # noqa: E402
 from pydantic import ConfigDict  # noqa: E402
 
+from rag.render import answer_to_dict  # noqa: E402
 from rag.types import Answer, Filters, Hit  # noqa: E402
 
 
@@ -46,21 +46,6 @@ class MedciteRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun
     ) -> list[Document]:
         return [hit_to_document(h) for h in self.retriever.retrieve(query, self.k, self.filters)]
-
-
-def answer_to_dict(answer: Answer) -> dict[str, Any]:
-    """A JSON-ready view of an Answer (evidence as LangChain-style dicts)."""
-    return {
-        "question": answer.question,
-        "answer": answer.text,
-        "mode": answer.mode,
-        "citations": [asdict(c) for c in answer.citations],
-        "sentences": [asdict(s) for s in answer.sentences],
-        "evidence": [{**h.chunk.to_json(), "score": h.score, "rank": h.rank} for h in answer.evidence],
-        "timings": dict(answer.timings),
-        "usage": dict(answer.usage),
-        "notes": list(answer.notes),
-    }
 
 
 def _question(value: str | Mapping[str, Any]) -> str:

@@ -1,0 +1,72 @@
+"""Answers as JSON-ready dicts and as terminal text (shared by the CLI, the API and adapters)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import asdict
+from typing import Any
+
+from rag.types import Answer, Hit
+
+
+def hit_to_dict(hit: Hit) -> dict[str, Any]:
+    return {**hit.chunk.to_json(), "score": hit.score, "rank": hit.rank, "retriever": hit.retriever}
+
+
+def answer_to_dict(answer: Answer) -> dict[str, Any]:
+    return {
+        "question": answer.question,
+        "answer": answer.text,
+        "mode": answer.mode,
+        "citations": [{**asdict(c), "section": list(c.section)} for c in answer.citations],
+        "sentences": [{**asdict(s), "markers": list(s.markers)} for s in answer.sentences],
+        "evidence": [hit_to_dict(h) for h in answer.evidence],
+        "choice": answer.choice,
+        "option_probs": dict(answer.option_probs) if answer.option_probs is not None else None,
+        "timings": dict(answer.timings),
+        "usage": dict(answer.usage),
+        "notes": list(answer.notes),
+    }
+
+
+def _quote(text: str, width: int = 92, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    flat = flat[:limit] + ("…" if len(flat) > limit else "")
+    return textwrap.indent(textwrap.fill(flat, width), "    | ")
+
+
+def answer_to_text(answer: Answer) -> str:
+    lines: list[str] = []
+    if answer.sentences:
+        supported = sum(1 for s in answer.sentences if s.supported)
+        total = len(answer.sentences)
+        header = f"Answer ({answer.mode}; {supported}/{total} sentences supported by their sources)"
+    else:
+        header = f"Answer ({answer.mode})"
+    lines += [header, textwrap.fill(answer.text, 96), ""]
+    if answer.citations:
+        lines.append("Sources:")
+        for c in answer.citations:
+            section = " > ".join(c.section[-2:])
+            support = f"; support {c.support:.2f}" if c.support is not None else ""
+            lines.append(
+                f"[{c.marker}] {c.title}" + (f" — {section}" if section else "") + f" ({c.source}{support})"
+            )
+            lines.append(f"    {c.chunk_id} | chars {c.start}-{c.end} | {c.url or 'no url'}")
+            lines.append(f"    licence: {c.license}")
+            lines.append(_quote(c.quote))
+        lines.append("")
+    elif answer.evidence and answer.mode in {"degraded", "abstained"}:
+        lines.append("Evidence retrieved (not an answer):")
+        for h in answer.evidence:
+            lines.append(f"  {h.rank}. {h.chunk.title} ({h.chunk.chunk_id}) {h.chunk.url}")
+            lines.append(_quote(h.chunk.text))
+        lines.append("")
+    unsupported = [s for s in answer.sentences if not s.supported]
+    for s in unsupported:
+        lines.append(f"! unsupported: {s.text}")
+    for note in answer.notes:
+        lines.append(f"note: {note}")
+    if answer.timings:
+        lines.append("time: " + ", ".join(f"{k} {v:.2f}s" for k, v in answer.timings.items()))
+    return "\n".join(lines).rstrip() + "\n"
