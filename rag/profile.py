@@ -26,24 +26,24 @@ class _Strict(BaseModel):
 class RetrievalConfig(_Strict):
     mode: Literal["bm25", "dense", "hybrid"] = "hybrid"
     fusion: Literal["rrf", "weighted"] = "rrf"
-    rrf_k: float = Field(60.0, gt=0)
+    rrf_k: float = Field(default=60.0, gt=0)
     weights: tuple[float, float] = (0.5, 0.5)
-    candidates: int = Field(30, ge=1, le=1000)  # per retriever, before fusion and reranking
+    candidates: int = Field(default=30, ge=1, le=1000)  # per retriever, before fusion and reranking
     sources: tuple[str, ...] = ()  # metadata filters applied before ranking
     sections: tuple[str, ...] = ()
 
 
 class ReformulationConfig(_Strict):
     kind: Literal["none", "rewrite", "hyde"] = "none"  # off by default; costs a generation
-    max_tokens: int = Field(96, ge=8, le=512)
+    max_tokens: int = Field(default=96, ge=8, le=512)
 
 
 class RerankConfig(_Strict):
     backend: Literal["none", "llm", "cross-encoder"] = "llm"
     model_path: Path | None = None  # cross-encoder folder
-    candidates: int = Field(12, ge=1, le=200)  # how many fused hits are reranked
-    threshold: float | None = Field(0.5, ge=0.0, le=1.0)  # on the reranker's [0, 1] scale
-    keep: int = Field(5, ge=1, le=50)  # evidence passages given to the generator
+    candidates: int = Field(default=12, ge=1, le=200)  # how many fused hits are reranked
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # reranker's [0, 1] scale; None: keep all
+    keep: int = Field(default=5, ge=1, le=50)  # evidence passages given to the generator
 
 
 class GeneratorConfig(_Strict):
@@ -52,15 +52,15 @@ class GeneratorConfig(_Strict):
     base_url: str | None = None  # openai: e.g. http://127.0.0.1:8080/v1
     model: str = "default"
     api_key_env: str | None = None  # name of the environment variable holding the key
-    n_ctx: int = Field(4096, ge=512)
-    threads: int | None = Field(None, ge=1)
-    max_tokens: int = Field(256, ge=1, le=4096)
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    timeout_s: float = Field(120.0, gt=0)
+    n_ctx: int = Field(default=4096, ge=512)
+    threads: int | None = Field(default=None, ge=1)
+    max_tokens: int = Field(default=256, ge=1, le=4096)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    timeout_s: float = Field(default=120.0, gt=0)
 
 
 class VerifyConfig(_Strict):
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     llm_judge: bool = False
 
 
@@ -68,11 +68,11 @@ class Profile(_Strict):
     name: str = "default"
     description: str = ""
     index: str = "default"
-    retrieval: RetrievalConfig = RetrievalConfig()
-    reformulation: ReformulationConfig = ReformulationConfig()
-    rerank: RerankConfig = RerankConfig()
-    generator: GeneratorConfig = GeneratorConfig()
-    verify: VerifyConfig = VerifyConfig()
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    reformulation: ReformulationConfig = Field(default_factory=ReformulationConfig)
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
+    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
+    verify: VerifyConfig = Field(default_factory=VerifyConfig)
 
 
 def available_profiles() -> list[str]:

@@ -1,0 +1,106 @@
+"""The cheap signals behind a support score: what a claim is compared with, and how.
+
+Pure functions over text and chunks; ``rag.generate.verify`` combines them (see its docstring
+for the formula and the calibration).
+"""
+
+from __future__ import annotations
+
+import re
+
+from indexes.text import indexed_text, tokenize
+from rag.generate.sentences import sentence_spans
+from rag.types import Chunk
+
+_MARKDOWN = re.compile(r"\*\*|__|`|\||^#{1,6}\s*|^>\s*", re.MULTILINE)
+_NUMBER = re.compile(r"(?<![^\W\d_])(?<![\d.])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:\.\d+)?)")
+_NUMBER_WORDS = {
+    **{
+        w: str(i)
+        for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+    },
+    **{"once": "1", "twice": "2", "half": "0.5", "dozen": "12", "hundred": "100", "thousand": "1000"},
+}
+_WORD = re.compile(r"[a-z]+")
+_UNIT = re.compile(
+    r"[ \t]?(%|percent|mg|mcg|µg|μg|ug|g|kg|mmol|umol|µmol|μmol|mol|meq|mosm|ml|l|dl|mmhg|units?|iu"
+    r"|h|hrs?|hours?|d|days?|min|mins|minutes?|wks?|weeks?|months?|y|yrs?|years?)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+_UNIT_ALIASES: dict[str | None, str] = {
+    **dict.fromkeys(["percent"], "%"),
+    **dict.fromkeys(["µg", "μg", "ug"], "mcg"),
+    **dict.fromkeys(["µmol", "μmol"], "umol"),
+    **dict.fromkeys(["unit", "units", "iu"], "unit"),
+    **dict.fromkeys(["hr", "hrs", "hour", "hours"], "h"),
+    **dict.fromkeys(["day", "days"], "d"),
+    **dict.fromkeys(["mins", "minute", "minutes"], "min"),
+    **dict.fromkeys(["wk", "wks", "week", "weeks"], "wk"),
+    **dict.fromkeys(["month", "months"], "mo"),
+    **dict.fromkeys(["yr", "yrs", "year", "years"], "y"),
+}
+
+
+def plain(text: str) -> str:
+    """Text without Markdown emphasis, code ticks, heading and quote marks, spaces collapsed."""
+    return " ".join(_MARKDOWN.sub("", text).split())
+
+
+def passage_units(chunk: Chunk) -> list[str]:
+    """What a claim is compared with: each sentence, list item or table row of the passage,
+    prefixed by the passage's last two headings, and the whole passage.
+
+    The headings give a bare list item its subject ("IV Alteplase > Dosing Protocol: Dose: 0.9
+    mg/kg"). On the calibration pairs, items without headings let a claim that merely names
+    "Hemoptysis" match the item "Hemoptysis: 1.0 point" at cosine 0.62 and left a paraphrase of
+    the alteplase dose at 0.48; with them the lowest supported pair scored 0.56.
+    """
+    heading = " > ".join(plain(part) for part in chunk.section[-2:])
+    prefix = f"{heading}: " if heading else ""
+    units = [prefix + plain(chunk.text[s:e]) for s, e in sentence_spans(chunk.text)]
+    return list(dict.fromkeys(u for u in [*units, plain(chunk.text)] if u.strip()))
+
+
+def _stem(token: str) -> str:
+    """Drop a plural "s" so "infections" meets "infection" (the index tokenizer does not stem)."""
+    return token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
+
+
+def lexical_coverage(claim: str, chunk: Chunk) -> float:
+    """Fraction of the claim's non-numeric content tokens found in the passage, title or section."""
+    wanted = {_stem(t) for t in tokenize(claim) if not _NUMBER.fullmatch(t)}  # numbers: numbers_agree
+    if not wanted:
+        return 0.0
+    have = {_stem(t) for t in tokenize(indexed_text(chunk.title, chunk.section, chunk.text))}
+    return len(wanted & have) / len(wanted)
+
+
+def quantities(text: str) -> set[tuple[str, str | None]]:
+    """Numbers written in digits with the unit right after them, if any: "2.50 mg" -> ("2.5", "mg")."""
+    out: set[tuple[str, str | None]] = set()
+    for match in _NUMBER.finditer(text):
+        unit = _UNIT.match(text, match.end())
+        name = unit.group(1).lower() if unit else None
+        out.add((_canonical(match.group(0).replace(",", "")), _UNIT_ALIASES.get(name, name)))
+    return out
+
+
+def numbers_agree(claim: str, passage: str) -> bool:
+    """Whether every number of the claim occurs in the passage, with the same unit where both
+    give one ("0.5 mg/dL" is not supported by a passage whose only 0.5 is "0.5 mL/kg/h")."""
+    have = quantities(passage)
+    have |= {(_NUMBER_WORDS[w], None) for w in _WORD.findall(passage.lower()) if w in _NUMBER_WORDS}
+    units_of: dict[str, set[str | None]] = {}
+    for number, unit in have:
+        units_of.setdefault(number, set()).add(unit)
+    for number, unit in quantities(claim):
+        seen = units_of.get(number)
+        if seen is None or (unit is not None and unit not in seen and None not in seen):
+            return False
+    return True
+
+
+def _canonical(number: str) -> str:
+    whole, _, fraction = number.partition(".")
+    whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
+    return f"{whole}.{fraction}" if fraction else whole

@@ -1,0 +1,161 @@
+"""Does each cited passage support the sentence that cites it? A cheap, explainable score.
+
+No NLI or cross-encoder model ships weights on the registry, so support is estimated from three
+signals (``rag.generate.support_signals``) that each catch a different failure, optionally with
+the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's markers stripped:
+
+- ``cosine``: embedding cosine between the sentence and the passage, the max over the passage's
+  sentences / list items / table rows (each prefixed by the passage's last two headings) and the
+  passage whole: a 200-wordpiece passage mixes several claims and the sentence restates one.
+  ``semantic = clip((cosine - 0.35) / (0.80 - 0.35), 0, 1)``; with all-MiniLM-L6-v2, claims
+  about another topic reached 0.24-0.60, faithful paraphrases 0.59-0.94.
+- ``lexical``: the fraction of the sentence's content tokens (``indexes.text.tokenize``, which
+  drops stop words; numbers excluded, they have their own check) found in the passage, its title
+  or section path.
+- ``numbers_ok``: every number of the sentence (decimals, percentages, both ends of ranges like
+  80-99%) occurs in the passage, as digits or a number word, with the same unit where both give
+  one. The embedder barely sees a changed threshold (qSOFA RR >= 22 vs >= 30: cosine 0.935 vs
+  0.932), and a wrong number is the most dangerous error in a medical answer.
+
+``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok
+else 0.3)``: a wrong number caps support at 0.3, under the default threshold of 0.5, whatever
+else agrees. With a judge, ``support = (0.5 * heuristic + 0.5 * p_yes) * number factor``, where
+``p_yes = P(yes) / (P(yes) + P(no))`` for the first token of the judge's reply; a judge that gives
+neither word any probability, or fails (logged, then not asked again in that call), leaves the
+heuristic alone. Pairs that fail the number check are not sent to the judge (cannot pass anyway).
+
+Calibration (56 hand-written pairs over real open-medicine passages, 20 of them held out while
+choosing the weights): supported pairs scored 0.56-1.00, number changes 0.12-0.30, other topics
+0.00-0.40. The two errors were contradictions worded like the passage ("dialysis for all stage 1
+AKI" 0.84, "tenecteplase is contraindicated before thrombectomy" 0.59): the heuristic does not
+read negation or scope; that is what the judge is for.
+
+A sentence's support is the best over the passages it cites (one supporting source is enough);
+a sentence without markers has support 0 and is not supported (uncited). A citation's support
+is the mean over the sentences that cite it: a passage cited for three claims that supports one
+of them is a weak citation, which a best-of would hide.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from indexes.text import indexed_text
+from rag.errors import ConfigError, GeneratorError
+from rag.generate.citations import ParsedAnswer
+from rag.generate.support_signals import lexical_coverage, numbers_agree, passage_units, plain
+from rag.protocols import Embedder, Generator
+from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
+
+log = logging.getLogger(__name__)
+
+COS_FLOOR, COS_CEIL = 0.35, 0.80
+SEMANTIC_WEIGHT, LEXICAL_WEIGHT = 0.6, 0.4
+NUMBER_PENALTY = 0.3
+JUDGE_WEIGHT = 0.5
+JUDGE_MAX_CHARS = 1500
+
+JUDGE_SYSTEM = "You check medical statements against a source passage. Answer with one word: yes or no."
+JUDGE_USER = "Passage:\n{passage}\n\nStatement: {claim}\n\nDoes the passage support the statement?"
+
+
+@dataclass(frozen=True)
+class PairSupport:
+    """The signals behind one (sentence, passage) support score, for inspection and calibration."""
+
+    cosine: float
+    semantic: float
+    lexical: float
+    numbers_ok: bool
+    judge: float | None
+    support: float
+
+
+class SupportVerifier:
+    """Scores each answer sentence against the passages it cites (see the module docstring)."""
+
+    def __init__(self, embedder: Embedder, *, threshold: float = 0.5, judge: Generator | None = None) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"the support threshold must be in [0, 1], got {threshold}")
+        self.embedder = embedder
+        self.threshold = threshold
+        self.judge = judge
+
+    def verify(
+        self, parsed: ParsedAnswer, sources: Sequence[Hit]
+    ) -> tuple[list[SentenceSupport], list[Citation]]:
+        """Per-sentence support and the parsed citations with ``support`` filled in."""
+        for citation in parsed.citations:
+            k = citation.marker
+            if not 1 <= k <= len(sources) or sources[k - 1].chunk.chunk_id != citation.chunk_id:
+                raise ValueError(
+                    f"citation [{k}] ({citation.chunk_id}) is not source {k} of the {len(sources)} given; "
+                    "verify with the same sources the answer was parsed with"
+                )
+        pairs = sorted({(s.claim, k) for s in parsed.sentences for k in s.markers})
+        scores = self.score_pairs([(claim, sources[k - 1].chunk) for claim, k in pairs])
+        by_pair = {pair: score.support for pair, score in zip(pairs, scores, strict=True)}
+        sentences = []
+        per_marker: dict[int, list[float]] = {}
+        for s in parsed.sentences:
+            support = max((by_pair[(s.claim, k)] for k in s.markers), default=0.0)
+            for k in s.markers:
+                per_marker.setdefault(k, []).append(by_pair[(s.claim, k)])
+            supported = bool(s.markers) and support >= self.threshold
+            sentences.append(SentenceSupport(s.claim, s.markers, support, supported))
+        citations = [replace(c, support=float(np.mean(per_marker[c.marker]))) for c in parsed.citations]
+        return sentences, citations
+
+    def score_pairs(self, pairs: Sequence[tuple[str, Chunk]]) -> list[PairSupport]:
+        """Support of each ``(claim, passage)``; all texts are embedded in one batch."""
+        units = {c.chunk_id: passage_units(c) for _, c in pairs}
+        claims = [plain(claim) for claim, _ in pairs]
+        texts = list(dict.fromkeys([c for c in claims if c] + [u for us in units.values() for u in us]))
+        row = {text: i for i, text in enumerate(texts)}
+        vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        judge_alive = self.judge is not None
+        out = []
+        for claim, chunk in pairs:
+            if not plain(claim):  # nothing to check: a sentence made of markers only
+                out.append(PairSupport(0.0, 0.0, 0.0, True, None, 0.0))
+                continue
+            unit_rows = [row[u] for u in units[chunk.chunk_id]]
+            cosine = float(np.max(vectors[unit_rows] @ vectors[row[plain(claim)]])) if unit_rows else 0.0
+            semantic = min(1.0, max(0.0, (cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
+            lexical = lexical_coverage(claim, chunk)
+            numbers_ok = numbers_agree(claim, indexed_text(chunk.title, chunk.section, chunk.text))
+            support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
+            judged = None
+            if judge_alive and numbers_ok:  # a wrong number stays penalised: no judge call needed
+                judged, judge_alive = self._judge(claim, chunk)
+                if judged is not None:
+                    support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
+            support *= 1.0 if numbers_ok else NUMBER_PENALTY
+            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support))
+        return out
+
+    def _judge(self, claim: str, chunk: Chunk) -> tuple[float | None, bool]:
+        """``(P(yes), judge still usable)``; a failing judge is logged and not asked again."""
+        if self.judge is None:
+            return None, False
+        passage = plain(chunk.text)[:JUDGE_MAX_CHARS]
+        messages = [
+            Message("system", JUDGE_SYSTEM),
+            Message("user", JUDGE_USER.format(passage=passage, claim=claim)),
+        ]
+        try:
+            logprobs = self.judge.next_token_logprobs(messages, ["yes", "no"])
+        except GeneratorError as exc:
+            log.warning("support judge failed (%s); using the heuristic score only", type(exc).__name__)
+            return None, False
+        yes, no = logprobs.get("yes", -math.inf), logprobs.get("no", -math.inf)
+        if not (math.isfinite(yes) or math.isfinite(no)):
+            return None, True
+        top = max(yes, no)
+        p_yes, p_no = math.exp(yes - top), math.exp(no - top)
+        return p_yes / (p_yes + p_no), True

@@ -1,0 +1,245 @@
+"""Support verification logic with the deterministic HashEmbedder and a fake yes/no judge."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag.errors import ConfigError, GeneratorTimeout
+from rag.generate.citations import parse_answer
+from rag.generate.support_signals import (
+    lexical_coverage,
+    numbers_agree,
+    passage_units,
+    plain,
+    quantities,
+)
+from rag.generate.verify import SupportVerifier
+from rag.types import Chunk, Hit
+from tests.helpers import HashEmbedder
+
+QSOFA = (
+    "A patient meets the qSOFA criteria with at least **two** of three parameters.\n"
+    "1. **Respiratory Rate:** ≥ 22 breaths per minute\n"
+    "2. **Systolic Blood Pressure:** ≤ 100 mmHg"
+)
+DOAC = "Apixaban standard dose is 5 mg BID. Reduce to 2.5 mg BID in older patients."
+
+
+def chunk(text: str, *, n: int = 1, section: tuple[str, ...] = (), title: str = "Guide") -> Chunk:
+    return Chunk(
+        f"g:{n}#0", f"g:{n}", title, section, "test", "https://example.org", "CC0", 0, len(text), text
+    )
+
+
+def hit(c: Chunk, rank: int) -> Hit:
+    return Hit(chunk=c, score=1.0, rank=rank, retriever="bm25")
+
+
+class FakeJudge:
+    """Answers every yes/no question with fixed log-probabilities (or raises)."""
+
+    name = "fake-judge"
+
+    def __init__(self, p_yes: float | None = 0.8, error: Exception | None = None) -> None:
+        self.p_yes = p_yes
+        self.error = error
+        self.calls: list[tuple[list, list[str]]] = []
+
+    def next_token_logprobs(self, messages, candidates):
+        self.calls.append((list(messages), list(candidates)))
+        if self.error is not None:
+            raise self.error
+        if self.p_yes is None:
+            return {"yes": -math.inf, "no": -math.inf}
+        # unnormalised on purpose: the verifier must normalise the two
+        return {"yes": math.log(self.p_yes) - 1.0, "no": math.log(1 - self.p_yes) - 1.0}
+
+
+# -- signals ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "claim,passage,ok",
+    [
+        ("respiratory rate of 22 or more", QSOFA, True),
+        ("respiratory rate of 30 or more", QSOFA, False),
+        ("at least 2 of 3 parameters", QSOFA, True),  # number words in the passage count
+        ("SBP of 100 mmHg or less", QSOFA, True),
+        ("reduce to 2.50 mg", DOAC, True),
+        ("reduce to 2.5 mg", "reduce to 2.5 mL", False),  # same number, another unit
+        ("rise of 0.3 mg/dL within 48 h", "SCr >= 0.3 mg/dL within 48 hours", True),
+        ("platelets below 100,000", "Platelet count < 100000/mm3", True),
+        ("80-99% of cases", "seen in 80 to 99 percent", True),
+        ("80-95% of cases", "seen in 80 to 99 percent", False),
+        ("age 80 years", "Age >= 80", True),  # the passage gives no unit: presence is enough
+        ("CHA2DS2-VASc and HbA1c", "no numbers here", True),  # digits inside names are no numbers
+        ("no numbers at all", "", True),
+    ],
+)
+def test_numbers_agree(claim, passage, ok):
+    assert numbers_agree(claim, passage) is ok
+
+
+def test_quantities_canonicalise_numbers_and_units():
+    assert quantities("2.50 mg, 1,000 units, 10 percent, 48 hours, 0.5 mL/kg/h, ratio 0.70") == {
+        ("2.5", "mg"),
+        ("1000", "unit"),
+        ("10", "%"),
+        ("48", "h"),
+        ("0.5", "ml"),
+        ("0.7", None),
+    }
+
+
+def test_lexical_coverage_counts_content_tokens_found_in_passage_title_or_section():
+    c = chunk(QSOFA, section=("Sepsis-3", "qSOFA Criteria"))
+    # wanted: qsofa, need(s), lactate, level(s) -> only qsofa is there
+    assert lexical_coverage("qSOFA needs lactate levels", c) == pytest.approx(1 / 4)
+    # wanted: sepsis, sepsis3, define(s), qsofa ("3" is left to the number check) -> 3 found
+    assert lexical_coverage("Sepsis-3 defines qSOFA", c) == pytest.approx(3 / 4)
+    assert lexical_coverage("the 22", c) == 0.0  # nothing but stop words and numbers
+
+
+def test_passage_units_are_items_with_their_headings_and_the_whole_passage():
+    c = chunk(QSOFA, section=("Sepsis-3", "Clinical Use", "qSOFA Criteria"))
+    units = passage_units(c)
+    assert units[1] == "Clinical Use > qSOFA Criteria: Respiratory Rate: ≥ 22 breaths per minute"
+    assert units[-1] == plain(QSOFA) and "**" not in units[-1]
+    assert len(units) == 4
+
+
+# -- scores -----------------------------------------------------------------------------------
+
+
+def test_a_sentence_copied_from_the_passage_is_fully_supported():
+    [score] = SupportVerifier(HashEmbedder()).score_pairs(
+        [("Reduce to 2.5 mg BID in older patients.", chunk(DOAC))]
+    )
+    assert score.cosine == pytest.approx(1.0, abs=1e-5)
+    assert (score.semantic, score.lexical, score.numbers_ok) == (pytest.approx(1.0), 1.0, True)
+    assert score.support == pytest.approx(1.0)
+
+
+def test_support_combines_semantic_and_lexical_and_a_wrong_number_caps_it():
+    c = chunk(QSOFA, section=("qSOFA Criteria",))
+    right, wrong = SupportVerifier(HashEmbedder()).score_pairs(
+        [
+            ("qSOFA counts a respiratory rate of 22 or more.", c),
+            ("qSOFA counts a respiratory rate of 30 or more.", c),
+        ]
+    )
+    for s in (right, wrong):
+        assert s.semantic == pytest.approx(min(1.0, max(0.0, (s.cosine - 0.35) / (0.80 - 0.35))))
+    assert right.numbers_ok and not wrong.numbers_ok
+    assert right.support == pytest.approx(0.6 * right.semantic + 0.4 * right.lexical)
+    assert wrong.support == pytest.approx(0.3 * (0.6 * wrong.semantic + 0.4 * wrong.lexical))
+    assert wrong.support <= 0.3
+
+
+def test_verify_scores_sentences_by_their_best_source_and_citations_by_their_mean():
+    qsofa, doac = chunk(QSOFA, n=1), chunk(DOAC, n=2)
+    sources = [hit(qsofa, 1), hit(doac, 2)]
+    raw = "Reduce apixaban to 2.5 mg BID [2]. Respiratory rate 22 counts [1][2]. Sepsis is common."
+    embedder = HashEmbedder()
+    verifier = SupportVerifier(embedder, threshold=0.5)
+    sentences, citations = verifier.verify(parse_answer(raw, sources), sources)
+    assert embedder.calls == 1  # every claim and passage unit in one batch
+
+    fresh = SupportVerifier(HashEmbedder())
+    a2, b1, b2 = (
+        s.support
+        for s in fresh.score_pairs(
+            [
+                ("Reduce apixaban to 2.5 mg BID.", doac),
+                ("Respiratory rate 22 counts.", qsofa),
+                ("Respiratory rate 22 counts.", doac),
+            ]
+        )
+    )
+    assert [s.text for s in sentences] == [
+        "Reduce apixaban to 2.5 mg BID.",
+        "Respiratory rate 22 counts.",
+        "Sepsis is common.",
+    ]
+    assert [s.markers for s in sentences] == [(2,), (1, 2), ()]
+    assert [s.support for s in sentences] == pytest.approx([a2, max(b1, b2), 0.0])
+    assert [s.supported for s in sentences] == [True, True, False]  # a2 = 1.0, b1 = 0.62 here
+    assert b2 <= 0.3  # "22" is not in the DOAC passage
+    assert [c.marker for c in citations] == [2, 1]
+    assert citations[0].support == pytest.approx((a2 + b2) / 2)
+    assert citations[1].support == pytest.approx(b1)
+    assert citations[0].chunk_id == "g:2#0" and citations[0].quote == DOAC
+
+
+def test_threshold_decides_supported():
+    sources = [hit(chunk(DOAC), 1)]
+    parsed = parse_answer("Reduce to 2.5 mg BID in older patients [1].", sources)
+    [strict], _ = SupportVerifier(HashEmbedder(), threshold=1.0).verify(parsed, sources)
+    [lenient], _ = SupportVerifier(HashEmbedder(), threshold=0.0).verify(parsed, sources)
+    assert lenient.supported and lenient.support == pytest.approx(strict.support)
+
+
+def test_a_marker_only_sentence_has_nothing_to_support():
+    sources = [hit(chunk(DOAC), 1)]
+    [sentence], [citation] = SupportVerifier(HashEmbedder()).verify(parse_answer("[1]", sources), sources)
+    assert sentence.markers == (1,) and sentence.support == 0.0 and not sentence.supported
+    assert citation.support == 0.0
+
+
+@pytest.mark.parametrize("threshold", [-0.1, 1.5])
+def test_threshold_outside_unit_interval_is_a_config_error(threshold):
+    with pytest.raises(ConfigError, match="threshold"):
+        SupportVerifier(HashEmbedder(), threshold=threshold)
+
+
+def test_sources_other_than_the_parsed_ones_are_refused():
+    sources = [hit(chunk(DOAC, n=1), 1), hit(chunk(QSOFA, n=2), 2)]
+    parsed = parse_answer("Dose is 5 mg [2].", sources)
+    with pytest.raises(ValueError, match="same sources"):
+        SupportVerifier(HashEmbedder()).verify(parsed, sources[:1])
+    with pytest.raises(ValueError, match="same sources"):
+        SupportVerifier(HashEmbedder()).verify(parsed, sources[::-1])
+
+
+# -- judge ------------------------------------------------------------------------------------
+
+
+def test_judge_probability_is_normalised_and_averaged_with_the_heuristic():
+    c = chunk(DOAC)
+    claim = "Apixaban is reduced in older patients."
+    [plain_score] = SupportVerifier(HashEmbedder()).score_pairs([(claim, c)])
+    judge = FakeJudge(p_yes=0.8)
+    [judged] = SupportVerifier(HashEmbedder(), judge=judge).score_pairs([(claim, c)])
+    assert judged.judge == pytest.approx(0.8)
+    assert judged.support == pytest.approx(0.5 * plain_score.support + 0.5 * 0.8)
+    [(messages, candidates)] = judge.calls
+    assert candidates == ["yes", "no"]
+    assert claim in messages[-1].content and "Apixaban standard dose is 5 mg BID." in messages[-1].content
+
+
+def test_judge_is_not_asked_when_a_number_is_wrong():
+    judge = FakeJudge(p_yes=1.0 - 1e-9)
+    [score] = SupportVerifier(HashEmbedder(), judge=judge).score_pairs(
+        [("Reduce to 7.5 mg BID.", chunk(DOAC))]
+    )
+    assert judge.calls == [] and score.judge is None and score.support <= 0.3
+
+
+def test_a_failing_judge_leaves_the_heuristic_and_is_not_asked_again():
+    pairs = [("Apixaban dose is 5 mg.", chunk(DOAC)), ("Reduce in older patients.", chunk(DOAC))]
+    expected = [s.support for s in SupportVerifier(HashEmbedder()).score_pairs(pairs)]
+    judge = FakeJudge(error=GeneratorTimeout("judge timed out"))
+    scores = SupportVerifier(HashEmbedder(), judge=judge).score_pairs(pairs)
+    assert [s.support for s in scores] == pytest.approx(expected)
+    assert len(judge.calls) == 1 and all(s.judge is None for s in scores)
+
+
+def test_a_judge_without_an_opinion_leaves_the_heuristic():
+    pairs = [("Apixaban dose is 5 mg.", chunk(DOAC)), ("Reduce in older patients.", chunk(DOAC))]
+    expected = [s.support for s in SupportVerifier(HashEmbedder()).score_pairs(pairs)]
+    judge = FakeJudge(p_yes=None)
+    scores = SupportVerifier(HashEmbedder(), judge=judge).score_pairs(pairs)
+    assert [s.support for s in scores] == pytest.approx(expected)
+    assert len(judge.calls) == 2
