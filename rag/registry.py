@@ -31,10 +31,23 @@ EMBEDDERS: dict[str, str] = {
     "sentence-transformers": "indexes.embedder:SentenceTransformerEmbedder",
 }
 
+RERANKERS: dict[str, str] = {
+    "none": "rag.rerank.identity:IdentityReranker",
+    "cross-encoder": "rag.rerank.cross_encoder:CrossEncoderReranker",
+    "llm": "rag.rerank.llm:LlmRelevanceReranker",
+}
+
+GENERATORS: dict[str, str] = {
+    "llama-cpp": "rag.generate.llamacpp:LlamaCppGenerator",
+    "openai": "rag.generate.openai_compat:OpenAICompatGenerator",
+}
+
 KINDS: dict[str, dict[str, str]] = {
     "source": SOURCES,
     "lexical backend": LEXICAL_BACKENDS,
     "embedder": EMBEDDERS,
+    "reranker": RERANKERS,
+    "generator": GENERATORS,
 }
 
 
