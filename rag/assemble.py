@@ -1,0 +1,117 @@
+"""Assemble a Pipeline from a Profile: the one place where a profile becomes live objects.
+
+Class lookups go through ``rag/registry.py``; nothing here is created at import time.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from indexes.store import LoadedIndex
+from rag.config import Paths
+from rag.errors import ConfigError
+from rag.indexing import make_retriever, open_index
+from rag.pipeline import Pipeline, PipelineSettings
+from rag.profile import GeneratorConfig, Profile, RerankConfig
+from rag.protocols import Generator, Reranker
+from rag.registry import resolve
+from rag.rerank.evidence import check_evidence_limits
+from rag.types import Filters
+
+
+@dataclass
+class Assembled:
+    """A ready pipeline plus the resources it holds (close the index when done)."""
+
+    pipeline: Pipeline
+    index: LoadedIndex
+    profile: Profile
+
+    def close(self) -> None:
+        self.index.close()
+
+
+def make_generator(config: GeneratorConfig, paths: Paths) -> Generator:
+    cls = resolve("generator", config.backend)
+    if config.backend == "llama-cpp":
+        from rag.generate.models import DEFAULT_GENERATOR, model_path
+
+        path = config.model_path or model_path(paths.model_dir, DEFAULT_GENERATOR)
+        return cls(path, n_ctx=config.n_ctx, threads=config.threads, timeout_s=config.timeout_s)  # type: ignore[no-any-return]
+    if not config.base_url:
+        raise ConfigError(
+            "the openai generator backend needs generator.base_url (e.g. http://127.0.0.1:8080/v1)"
+        )
+    api_key = os.environ.get(config.api_key_env) if config.api_key_env else None
+    return cls(config.base_url, config.model, api_key=api_key, timeout_s=config.timeout_s)  # type: ignore[no-any-return]
+
+
+def make_reranker(config: RerankConfig, generator: Generator, paths: Paths) -> Reranker:
+    cls = resolve("reranker", config.backend)
+    if config.backend == "none":
+        return cls()  # type: ignore[no-any-return]
+    if config.backend == "cross-encoder":
+        if config.model_path is None:
+            raise ConfigError(
+                "the cross-encoder reranker needs rerank.model_path (a local CrossEncoder folder)"
+            )
+        return cls(config.model_path)  # type: ignore[no-any-return]
+    from rag.rerank.cache import ScoreCache
+
+    return cls(generator, cache=ScoreCache(paths.data_dir / "cache" / "rerank.sqlite"))  # type: ignore[no-any-return]
+
+
+def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = None) -> Assembled:
+    """Load the profile's index, embedder, generator, reranker and verifier into a Pipeline."""
+    from rag.generate.verify import SupportVerifier
+
+    r = profile.retrieval
+    index, embedder = open_index(paths, profile.index, with_embedder=True)
+    try:
+        retriever = make_retriever(
+            index,
+            embedder,
+            r.mode,
+            fusion=r.fusion,
+            rrf_k=r.rrf_k,
+            weights=r.weights,
+            candidates=r.candidates,
+        )
+        generator = generator or make_generator(profile.generator, paths)
+        reranker = make_reranker(profile.rerank, generator, paths)
+        check_evidence_limits(reranker, profile.rerank.threshold, max_keep=profile.rerank.keep)
+        verifier = None
+        if embedder is not None:
+            judge = generator if profile.verify.llm_judge else None
+            verifier = SupportVerifier(embedder, threshold=profile.verify.threshold, judge=judge)
+    except BaseException:
+        index.close()
+        raise
+    settings = PipelineSettings(
+        candidates=r.candidates,
+        rerank_candidates=profile.rerank.candidates,
+        threshold=profile.rerank.threshold,
+        keep=profile.rerank.keep,
+        max_tokens=profile.generator.max_tokens,
+        temperature=profile.generator.temperature,
+        reformulation=profile.reformulation.kind,
+        reformulation_tokens=profile.reformulation.max_tokens,
+        filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
+    )
+    pipeline = Pipeline(retriever, reranker, generator, verifier=verifier, settings=settings)
+    return Assembled(pipeline=pipeline, index=index, profile=profile)
+
+
+def describe(assembled: Assembled) -> dict[str, Any]:
+    """What a run manifest or /ready reports about the assembled pipeline."""
+    manifest = assembled.index.manifest
+    return {
+        "profile": assembled.profile.name,
+        "index": assembled.profile.index,
+        "chunks": manifest["counts"]["chunks"],
+        "corpus_fingerprint": manifest["corpus_fingerprint"],
+        "generator": assembled.pipeline.generator.fingerprint(),
+        "reranker": assembled.pipeline.reranker.name,
+    }

@@ -1,0 +1,172 @@
+"""Pipeline behaviour with fake stages: citations, abstention, degradation, closed-book, choice."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag.errors import GeneratorError, GeneratorTimeout, QueryError
+from rag.pipeline import Pipeline, PipelineSettings
+from rag.rerank.identity import IdentityReranker
+from rag.types import Chunk, Generation, Hit
+
+TEXTS = {
+    "af#0": "The CHA2DS2-VASc score is the recommended tool for stroke risk in AF.",
+    "af#1": "Men with a CHA2DS2-VASc score of 2 or more should receive oral anticoagulation.",
+    "cap#0": "Amoxicillin is first line for low-severity community-acquired pneumonia.",
+}
+
+
+def hit(cid: str, score: float, rank: int) -> Hit:
+    chunk = Chunk(chunk_id=cid, doc_id=cid.split("#")[0], title=cid.split("#")[0].upper(), section=("S",),
+                  source="open-medicine", url=f"https://doi.org/{cid}", license="MIT", start=0,
+                  end=len(TEXTS[cid]), text=TEXTS[cid])
+    return Hit(chunk=chunk, score=score, rank=rank, retriever="hybrid")
+
+
+class FakeRetriever:
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def retrieve(self, query, k, filters=None):
+        self.queries.append(query)
+        return [hit(c, 1.0 / n, n) for n, c in enumerate(TEXTS, start=1)][:k]
+
+
+class KeywordReranker:
+    """Probability-scale scores: 0.9 if the passage mentions the keyword, else 0.1."""
+
+    name = "keyword"
+    scores_are_probabilities = True
+
+    def __init__(self, keyword: str) -> None:
+        self.keyword = keyword
+
+    def rerank(self, question, hits):
+        scored = [(0.9 if self.keyword in h.chunk.text else 0.1, h) for h in hits]
+        scored.sort(key=lambda x: -x[0])
+        return [Hit(h.chunk, s, n, h.retriever + "+kw") for n, (s, h) in enumerate(scored, start=1)]
+
+
+class FakeGenerator:
+    name = "fake-llm"
+
+    def __init__(self, reply: str = "", logprobs=None, error: Exception | None = None) -> None:
+        self.reply, self.logprobs, self.error = reply, logprobs or {}, error
+        self.calls: list[list] = []
+
+    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        self.calls.append(list(messages))
+        if self.error:
+            raise self.error
+        return Generation(text=self.reply, prompt_tokens=100, completion_tokens=len(self.reply.split()),
+                          seconds=0.01)
+
+    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        self.calls.append(list(messages))
+        if self.error:
+            raise self.error
+        for word in self.reply.split(" "):
+            yield word + " "
+
+    def next_token_logprobs(self, messages, candidates):
+        self.calls.append(list(messages))
+        return {c: self.logprobs.get(c, -math.inf) for c in candidates}
+
+    def fingerprint(self):
+        return {"name": self.name}
+
+
+def pipeline(generator, reranker=None, **settings) -> tuple[Pipeline, FakeRetriever]:
+    retriever = FakeRetriever()
+    defaults = {"threshold": None, "keep": 3}
+    return Pipeline(retriever, reranker or IdentityReranker(), generator,
+                    settings=PipelineSettings(**{**defaults, **settings})), retriever
+
+
+def test_cited_answer_resolves_every_marker_to_its_passage():
+    gen = FakeGenerator("Use the CHA2DS2-VASc score [1]. Men scoring 2 or more get anticoagulation [2].")
+    answer = pipeline(gen)[0].answer("Which score guides anticoagulation in AF?")
+    assert answer.mode == "rag"
+    assert [(c.marker, c.chunk_id, c.url) for c in answer.citations] == [
+        (1, "af#0", "https://doi.org/af#0"), (2, "af#1", "https://doi.org/af#1")]
+    assert answer.citations[1].quote == TEXTS["af#1"]
+    assert [h.chunk.chunk_id for h in answer.evidence] == ["af#0", "af#1", "cap#0"]
+    assert set(answer.timings) >= {"retrieve", "rerank", "generate"}
+    assert answer.usage["prompt_tokens"] == 100
+    user_prompt = gen.calls[0][1].content
+    assert "[1] AF (S; open-medicine)" in user_prompt and "[3] CAP" in user_prompt
+
+
+def test_markers_pointing_at_no_source_are_removed_never_resolved():
+    answer = pipeline(FakeGenerator("Anticoagulate at a score of 2 [2][7]."))[0].answer("When?")
+    assert [c.chunk_id for c in answer.citations] == ["af#1"]
+    assert "[7]" not in answer.text and any("[7]" in n for n in answer.notes)
+
+
+def test_no_evidence_above_threshold_abstains_without_calling_the_generator():
+    gen = FakeGenerator("should not be used")
+    answer = pipeline(gen, KeywordReranker("otitis"), threshold=0.5)[0].answer("Treatment of otitis media?")
+    assert answer.mode == "abstained" and "do not answer" in answer.text
+    assert gen.calls == [] and answer.citations == ()
+
+
+def test_threshold_keeps_only_relevant_evidence():
+    gen = FakeGenerator("Amoxicillin is first line [1].")
+    answer = pipeline(gen, KeywordReranker("Amoxicillin"), threshold=0.5)[0].answer("CAP antibiotic?")
+    assert [h.chunk.chunk_id for h in answer.evidence] == ["cap#0"]
+    assert answer.citations[0].chunk_id == "cap#0"
+
+
+def test_model_saying_insufficient_is_an_abstention():
+    answer = pipeline(FakeGenerator("INSUFFICIENT"))[0].answer("What is the dose of drug X?")
+    assert answer.mode == "abstained" and answer.citations == ()
+
+
+def test_generator_failure_degrades_to_labelled_evidence():
+    answer = pipeline(FakeGenerator(error=GeneratorTimeout("no reply within 5 s")))[0].answer("Which score?")
+    assert answer.mode == "degraded" and answer.citations == ()
+    assert len(answer.evidence) == 3 and "not an answer" in answer.text
+    assert any("no reply within 5 s" in n for n in answer.notes)
+
+
+def test_closed_book_is_explicit_and_skips_retrieval():
+    pipe, retriever = pipeline(FakeGenerator("Warfarin or a DOAC."))
+    answer = pipe.answer("How is AF anticoagulated?", closed_book=True)
+    assert answer.mode == "closed-book" and retriever.queries == []
+    assert answer.evidence == () and "without sources" in answer.notes[0]
+
+
+def test_stream_yields_text_then_the_final_answer():
+    items = list(pipeline(FakeGenerator("Use CHA2DS2-VASc [1]."))[0].stream("Which score?"))
+    assert "".join(i for i in items if isinstance(i, str)).strip() == "Use CHA2DS2-VASc [1]."
+    assert items[-1].mode == "rag" and items[-1].citations[0].chunk_id == "af#0"
+
+
+def test_choice_reads_option_letter_probabilities():
+    gen = FakeGenerator(logprobs={"A": math.log(0.2), "B": math.log(0.6), "C": math.log(0.2)})
+    answer = pipeline(gen)[0].choose("Which score?", {"A": "HAS-BLED", "B": "CHA2DS2-VASc", "C": "CURB-65"})
+    assert answer.choice == "B" and answer.text == "B. CHA2DS2-VASc"
+    assert answer.option_probs == pytest.approx({"A": 0.2, "B": 0.6, "C": 0.2})
+    assert answer.mode == "rag" and len(answer.evidence) == 3
+
+
+def test_choice_never_defaults_when_no_letter_has_probability():
+    with pytest.raises(GeneratorError, match="no probability"):
+        pipeline(FakeGenerator(logprobs={}))[0].choose("Q?", {"A": "x", "B": "y"}, closed_book=True)
+
+
+def test_hyde_reformulation_searches_with_the_hypothetical_passage_and_records_cost():
+    pipe, retriever = pipeline(FakeGenerator("A passage about CHA2DS2-VASc."), reformulation="hyde")
+    answer = pipe.answer("Which score?")
+    assert retriever.queries == ["Which score?\nA passage about CHA2DS2-VASc."]
+    assert answer.usage["reformulation_tokens"] == 100 + 4 and "reformulate" in answer.timings
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "?!?"])
+def test_unusable_questions_are_refused(bad):
+    with pytest.raises(QueryError):
+        pipeline(FakeGenerator("x"))[0].answer(bad)
