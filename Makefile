@@ -17,10 +17,12 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	touch $@
 
 demo: setup
+	$(BIN)/medcite models fetch
 	$(BIN)/medcite index build --skip-existing
-	$(BIN)/medcite retrieve "$(QUESTION)" --k 5
+	$(BIN)/medcite ask "$(QUESTION)"
 
 test: setup
+	$(BIN)/medcite models fetch
 	$(BIN)/python -m pytest -m "not slow"
 
 test-all: setup

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class Paths(BaseModel):
@@ -18,12 +18,15 @@ class Paths(BaseModel):
 
     data_dir: Path = Path("data")
     source_data: Path = Path("../shared/data")
+    # Outside the repo so fresh checkouts and CI clones on one machine share the 1 GB generator file.
+    model_dir: Path = Field(default_factory=lambda: Path("~/.cache/medcite/models").expanduser())
 
     @classmethod
     def from_env(cls) -> Paths:
         return cls(
             data_dir=Path(os.environ.get("MEDCITE_DATA_DIR", "data")),
             source_data=Path(os.environ.get("MEDCITE_SOURCE_DATA", "../shared/data")),
+            model_dir=Path(os.environ.get("MEDCITE_MODEL_DIR", "~/.cache/medcite/models")).expanduser(),
         )
 
     @property

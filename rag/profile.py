@@ -95,7 +95,5 @@ def load_profile(name_or_path: str | Path = "default") -> Profile:
     try:
         return Profile.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
         raise ConfigError(f"invalid profile {path}: {problems}") from exc

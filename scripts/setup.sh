@@ -15,5 +15,42 @@ PY
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+
+# llama-cpp-python (the local generator) ships only as source on the registry, and llama.cpp's
+# default -march=native build enables AMX kernels that these virtual machines advertise but forbid
+# (segfault on the first decode). Use a prebuilt wheel from ../shared/wheels when present (seconds),
+# picked by CPU flags; otherwise build from source with explicit, AMX-free flags (8-9 minutes).
+LLAMA_VERSION=0.3.36
+if "$VENV/bin/python" - "$LLAMA_VERSION" <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+try:
+    sys.exit(0 if version("llama-cpp-python") == sys.argv[1] else 1)
+except PackageNotFoundError:
+    sys.exit(1)
+PY
+then
+    echo "llama-cpp-python $LLAMA_VERSION already installed"
+else
+    REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    WHEELS="$(dirname "$REPO_ROOT")/shared/wheels"
+    VARIANT=avx512
+    for flag in avx512f avx512bw avx512vl avx512_vnni avx512_vbmi avx512_bf16; do
+        grep -qw "$flag" /proc/cpuinfo || { VARIANT=avx2; break; }
+    done
+    WHEEL=""
+    if [ -d "$WHEELS/$VARIANT" ]; then
+        WHEEL=$(find "$WHEELS/$VARIANT" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-*.whl" | head -n 1)
+    fi
+    if [ -n "$WHEEL" ]; then
+        echo "installing llama-cpp-python $LLAMA_VERSION from $WHEEL"
+        "$VENV/bin/python" -m pip install --quiet "$WHEEL"
+    else
+        echo "building llama-cpp-python $LLAMA_VERSION from source (about 10 minutes on 2 cores)"
+        CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF" \
+            FORCE_CMAKE=1 "$VENV/bin/python" -m pip install --quiet --no-cache-dir \
+            --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_VERSION"  # a cached wheel may be a native build
+    fi
+fi
 "$VENV/bin/python" -m pip install --quiet -e ".[all,dev]"
 echo "medcite installed in $VENV"

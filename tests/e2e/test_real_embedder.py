@@ -5,33 +5,15 @@ from __future__ import annotations
 import pytest
 
 from rag.config import Paths
-from rag.indexing import build_from_cli, open_index, retrieve
+from rag.indexing import open_index, retrieve
 from rag.types import Filters
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def paths(tmp_path_factory) -> Paths:
-    data = tmp_path_factory.mktemp("data")
-    paths = Paths(data_dir=data)
-    summary = build_from_cli(
-        paths,
-        sources=["open-medicine"],
-        path=None,
-        options=[],
-        fetch=False,
-        name="default",
-        dense="flat",
-        lexical="bm25s",
-        max_tokens=200,
-        overlap=32,
-        limit=6,
-        skip_existing=False,
-        progress=False,
-    )
-    assert "6 documents" in summary
-    return paths
+def paths(small_index_paths: Paths) -> Paths:
+    return small_index_paths
 
 
 def test_index_records_the_real_embedder(paths):

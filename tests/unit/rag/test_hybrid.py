@@ -6,8 +6,18 @@ from rag.types import Chunk, Filters, Hit
 
 
 def chunk(cid: str, text: str = "same text") -> Chunk:
-    return Chunk(chunk_id=cid, doc_id=cid.split("#")[0], title="T", section=(), source="s", url="",
-                 license="", start=0, end=len(text), text=text)
+    return Chunk(
+        chunk_id=cid,
+        doc_id=cid.split("#")[0],
+        title="T",
+        section=(),
+        source="s",
+        url="",
+        license="",
+        start=0,
+        end=len(text),
+        text=text,
+    )
 
 
 class FixedRetriever:
@@ -18,8 +28,10 @@ class FixedRetriever:
 
     def retrieve(self, query, k, filters=None):
         self.calls.append((query, k, filters))
-        return [Hit(chunk=chunk(cid), score=s, rank=n, retriever=self.name)
-                for n, (cid, s) in enumerate(self.ids_scores[:k], start=1)]
+        return [
+            Hit(chunk=chunk(cid), score=s, rank=n, retriever=self.name)
+            for n, (cid, s) in enumerate(self.ids_scores[:k], start=1)
+        ]
 
 
 def test_rrf_merges_by_chunk_id_not_text_and_fetches_more_than_k():

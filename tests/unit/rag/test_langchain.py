@@ -6,9 +6,18 @@ from langchain_core.runnables import RunnableLambda
 from rag.langchain import MedciteRetriever, as_runnable, as_streaming_runnable
 from rag.types import Answer, Chunk, Citation, Hit
 
-CHUNK = Chunk(chunk_id="open-medicine:af#0", doc_id="open-medicine:af", title="AF guideline",
-              section=("Anticoagulation",), source="open-medicine", url="https://doi.org/x", license="MIT",
-              start=10, end=40, text="Use CHA2DS2-VASc to decide.")
+CHUNK = Chunk(
+    chunk_id="open-medicine:af#0",
+    doc_id="open-medicine:af",
+    title="AF guideline",
+    section=("Anticoagulation",),
+    source="open-medicine",
+    url="https://doi.org/x",
+    license="MIT",
+    start=10,
+    end=40,
+    text="Use CHA2DS2-VASc to decide.",
+)
 
 
 class OneHit:
@@ -20,8 +29,12 @@ class OneHit:
 
 class FakePipeline:
     def answer(self, question, closed_book=False):
-        return Answer(question=question, text="Use CHA2DS2-VASc [1].", mode="rag",
-                      citations=(Citation.from_chunk(1, CHUNK, support=0.8),))
+        return Answer(
+            question=question,
+            text="Use CHA2DS2-VASc [1].",
+            mode="rag",
+            citations=(Citation.from_chunk(1, CHUNK, support=0.8),),
+        )
 
     def stream(self, question):
         yield "Use "

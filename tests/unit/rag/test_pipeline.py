@@ -19,9 +19,18 @@ TEXTS = {
 
 
 def hit(cid: str, score: float, rank: int) -> Hit:
-    chunk = Chunk(chunk_id=cid, doc_id=cid.split("#")[0], title=cid.split("#")[0].upper(), section=("S",),
-                  source="open-medicine", url=f"https://doi.org/{cid}", license="MIT", start=0,
-                  end=len(TEXTS[cid]), text=TEXTS[cid])
+    chunk = Chunk(
+        chunk_id=cid,
+        doc_id=cid.split("#")[0],
+        title=cid.split("#")[0].upper(),
+        section=("S",),
+        source="open-medicine",
+        url=f"https://doi.org/{cid}",
+        license="MIT",
+        start=0,
+        end=len(TEXTS[cid]),
+        text=TEXTS[cid],
+    )
     return Hit(chunk=chunk, score=score, rank=rank, retriever="hybrid")
 
 
@@ -62,8 +71,9 @@ class FakeGenerator:
         self.calls.append(list(messages))
         if self.error:
             raise self.error
-        return Generation(text=self.reply, prompt_tokens=100, completion_tokens=len(self.reply.split()),
-                          seconds=0.01)
+        return Generation(
+            text=self.reply, prompt_tokens=100, completion_tokens=len(self.reply.split()), seconds=0.01
+        )
 
     def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
         self.calls.append(list(messages))
@@ -83,8 +93,12 @@ class FakeGenerator:
 def pipeline(generator, reranker=None, **settings) -> tuple[Pipeline, FakeRetriever]:
     retriever = FakeRetriever()
     defaults = {"threshold": None, "keep": 3}
-    return Pipeline(retriever, reranker or IdentityReranker(), generator,
-                    settings=PipelineSettings(**{**defaults, **settings})), retriever
+    return Pipeline(
+        retriever,
+        reranker or IdentityReranker(),
+        generator,
+        settings=PipelineSettings(**{**defaults, **settings}),
+    ), retriever
 
 
 def test_cited_answer_resolves_every_marker_to_its_passage():
@@ -92,7 +106,9 @@ def test_cited_answer_resolves_every_marker_to_its_passage():
     answer = pipeline(gen)[0].answer("Which score guides anticoagulation in AF?")
     assert answer.mode == "rag"
     assert [(c.marker, c.chunk_id, c.url) for c in answer.citations] == [
-        (1, "af#0", "https://doi.org/af#0"), (2, "af#1", "https://doi.org/af#1")]
+        (1, "af#0", "https://doi.org/af#0"),
+        (2, "af#1", "https://doi.org/af#1"),
+    ]
     assert answer.citations[1].quote == TEXTS["af#1"]
     assert [h.chunk.chunk_id for h in answer.evidence] == ["af#0", "af#1", "cap#0"]
     assert set(answer.timings) >= {"retrieve", "rerank", "generate"}

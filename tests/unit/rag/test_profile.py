@@ -16,8 +16,8 @@ def test_packaged_profiles_load_and_default_is_the_cited_chain():
 
 def test_a_typo_is_an_error_not_a_silent_default(tmp_path):
     path = tmp_path / "mine.toml"
-    path.write_text('[rerank]\nthreshhold = 0.3\n')
-    with pytest.raises(ConfigError, match="rerank.threshhold"):
+    path.write_text("[rerank]\nthreshhold = 0.3\n")
+    with pytest.raises(ConfigError, match=r"rerank\.threshhold"):
         load_profile(path)
 
 

@@ -1,0 +1,250 @@
+"""The local generator: a GGUF model run in-process by llama.cpp (``llama-cpp-python``).
+
+One model instance is shared by every caller, and llama.cpp is not thread-safe: every call into
+it holds one lock (a stream holds it until it is exhausted or closed). The thread count is a
+setting because on a shared 2-core machine two busy threads collapse generation speed while one
+keeps it (see the architecture notes); prompt processing is what dominates RAG latency.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rag.errors import GeneratorError, GeneratorTimeout, ModelError, require
+from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, single_token_ids
+from rag.generate.model_files import recorded_sha256, sha256_file
+from rag.types import Generation, Message
+
+__all__ = ["LlamaCppGenerator", "default_threads"]
+
+
+def default_threads() -> int:
+    """Half the CPUs this process may run on (affinity-aware), at least one.
+
+    Half approximates the physical cores (llama.cpp gains nothing from SMT siblings) and leaves
+    room for the embedder and other work: measured on 2 shared cores, 2 threads fell to 10 prompt
+    and 1 generated tokens/s while 1 thread kept 21 and 4.
+    """
+    return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+class _Deadline:
+    """A llama.cpp stopping criterion that ends generation once ``timeout_s`` has passed."""
+
+    def __init__(self, timeout_s: float | None) -> None:
+        self.end = math.inf if timeout_s is None else time.monotonic() + timeout_s
+        self.expired = False
+
+    def __call__(self, input_ids: Any, logits: Any) -> bool:
+        self.expired = self.expired or time.monotonic() > self.end
+        return self.expired
+
+
+class LlamaCppGenerator:
+    """A :class:`rag.protocols.Generator` over a local GGUF file; greedy unless told otherwise.
+
+    The model loads lazily on first use (or on :meth:`load`), so constructing one is cheap.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        n_ctx: int = 4096,
+        threads: int | None = None,
+        seed: int = 0,
+        batch: int = 512,
+        timeout_s: float | None = None,
+    ) -> None:
+        self.model_path = Path(model_path).expanduser()
+        if not self.model_path.is_file():
+            raise ModelError(f"no generator model at {self.model_path}; run `medcite models fetch`")
+        self.name = f"llama.cpp:{self.model_path.stem}"
+        self.n_ctx = n_ctx
+        self.threads = threads or default_threads()
+        self.seed = seed
+        self.batch = batch
+        self.timeout_s = timeout_s
+        self._lock = threading.Lock()
+        self._llm: Any = None
+        self._formatter: Any = None
+        self._sha256: str | None = None
+        self._single_tokens: dict[str, tuple[int, ...]] = {}
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Load the model now (the API's start-up does this so the first request is not slow)."""
+        with self._lock:
+            self._model()
+
+    def _model(self) -> Any:
+        """The loaded ``llama_cpp.Llama``; the caller holds the lock."""
+        if self._llm is not None:
+            return self._llm
+        llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
+        if not self.model_path.is_file():
+            raise ModelError(f"no generator model at {self.model_path}; run `medcite models fetch`")
+        try:
+            llm = llama_cpp.Llama(
+                model_path=str(self.model_path),
+                n_ctx=self.n_ctx,
+                n_batch=self.batch,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                seed=self.seed,
+                verbose=False,
+            )
+        except ValueError as exc:  # llama-cpp-python's way of saying "cannot load this file"
+            raise ModelError(f"cannot load {self.model_path}: {exc}; run `medcite models fetch`") from exc
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelError(f"{self.model_path} carries no chat template; use an instruction-tuned GGUF")
+        self._formatter = llama_cpp.llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace"),
+            bos_token=llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace"),
+            add_generation_prompt=True,  # the prompt ends with the assistant turn opened
+        )
+        self._llm = llm
+        return llm
+
+    def _prompt(self, llm: Any, messages: Sequence[Message], room: int) -> list[int]:
+        """Token ids of the chat, formatted by the GGUF's own template; checks the context fits."""
+        chat = [{"role": m.role, "content": m.content} for m in messages]
+        try:
+            text = self._formatter(messages=chat).prompt
+        except ValueError as exc:  # the template's raise_exception(), e.g. roles out of order
+            raise GeneratorError(f"the model's chat template rejected the messages: {exc}") from exc
+        tokens: list[int] = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        if len(tokens) + room > self.n_ctx:
+            raise GeneratorError(
+                f"the prompt has {len(tokens)} tokens and {room} more are needed, over the context "
+                f"window of {self.n_ctx}; pass fewer or shorter passages, or raise n_ctx"
+            )
+        return tokens
+
+    # -- generation ----------------------------------------------------------------------------
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+    ) -> Generation:
+        start = time.perf_counter()
+        with self._lock:
+            llm = self._model()
+            tokens = self._prompt(llm, messages, room=1)
+            deadline = _Deadline(self.timeout_s)
+            out = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=False)
+        if deadline.expired:
+            raise self._timeout()
+        choice, usage = out["choices"][0], out["usage"]
+        return Generation(
+            text=choice["text"],
+            prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=int(usage["completion_tokens"]),
+            seconds=time.perf_counter() - start,
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+    ) -> Iterator[str]:
+        """Yield text pieces; stop sequences are held back by llama-cpp-python, never yielded."""
+        with self._lock:
+            llm = self._model()
+            tokens = self._prompt(llm, messages, room=1)
+            deadline = _Deadline(self.timeout_s)
+            chunks = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=True)
+            try:
+                for chunk in chunks:
+                    piece = chunk["choices"][0]["text"]
+                    if deadline.expired:
+                        break
+                    if piece:
+                        yield piece
+            except (ValueError, RuntimeError) as exc:
+                raise GeneratorError(f"llama.cpp failed while streaming: {exc}") from exc
+            finally:
+                chunks.close()  # also when the consumer stops early: frees the model for others
+        if deadline.expired:
+            raise self._timeout()
+
+    def _complete(
+        self,
+        llm: Any,
+        tokens: list[int],
+        max_tokens: int,
+        temperature: float,
+        stop: Sequence[str],
+        deadline: _Deadline,
+        *,
+        stream: bool,
+    ) -> Any:
+        llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
+        try:
+            return llm.create_completion(
+                tokens,
+                max_tokens=max_tokens,
+                temperature=temperature,  # 0 selects llama.cpp's greedy sampler
+                stop=list(stop),
+                seed=self.seed,
+                stream=stream,
+                stopping_criteria=llama_cpp.StoppingCriteriaList([deadline]),
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise GeneratorError(f"llama.cpp failed to generate: {exc}") from exc
+
+    def _timeout(self) -> GeneratorTimeout:
+        return GeneratorTimeout(
+            f"generation took longer than {self.timeout_s} s; raise timeout_s, lower max_tokens, "
+            "or use fewer generator threads if other work shares the CPU"
+        )
+
+    # -- scoring -------------------------------------------------------------------------------
+
+    def next_token_logprobs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        """Log-softmax over the whole vocabulary at the reply's first position, per candidate.
+
+        Bare ("A") and space-prefixed (" A") single-token forms are combined with logsumexp; a
+        candidate that is never one token gets ``-inf``. Nothing is generated or parsed.
+        """
+        with self._lock:
+            llm = self._model()
+            llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
+            logits = last_position_logits(llm, llama_cpp, self._prompt(llm, messages, room=0))
+            for c in candidates:
+                if c not in self._single_tokens:
+                    self._single_tokens[c] = single_token_ids(llm, c)
+        return candidate_logprobs(logits, {c: self._single_tokens[c] for c in candidates})
+
+    # -- identity ------------------------------------------------------------------------------
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Identity for caches and manifests; the sha256 comes from the fetch sidecar when present."""
+        if self._sha256 is None:
+            # A file placed by hand has no sidecar: hash it once per process (about 3 s per GB).
+            self._sha256 = recorded_sha256(self.model_path) or sha256_file(self.model_path)
+        return {
+            "name": self.name,
+            "backend": "llama.cpp",
+            "file": self.model_path.name,
+            "sha256": self._sha256,
+            "n_ctx": self.n_ctx,
+            "seed": self.seed,
+        }

@@ -1,0 +1,89 @@
+"""End to end with the real generator (Qwen2.5-Coder-1.5B-Instruct Q4_K_M through llama.cpp).
+
+The model is fetched into the model folder when missing (about 1.1 GB, once per machine) and
+loaded once for the module. Each test costs a few seconds of CPU.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from rag.config import Paths
+from rag.errors import GeneratorTimeout
+from rag.generate.llamacpp import LlamaCppGenerator
+from rag.generate.models import DEFAULT_GENERATOR, fetch_model
+from rag.types import Message
+
+pytestmark = pytest.mark.e2e
+
+LETTER_ONLY = Message(
+    "system", "You answer multiple-choice questions with the letter of the correct option only."
+)
+
+
+@pytest.fixture(scope="module")
+def generator() -> LlamaCppGenerator:
+    path = fetch_model(Paths.from_env().model_dir, DEFAULT_GENERATOR, progress=False)
+    gen = LlamaCppGenerator(path, n_ctx=2048)
+    gen.load()
+    return gen
+
+
+def test_mcq_is_answered_by_option_letter_logprobs(generator):
+    question = Message(
+        "user",
+        "Which vitamin deficiency causes scurvy?\nA. Vitamin A\nB. Vitamin B12\nC. Vitamin C\nD. Vitamin D",
+    )
+    logprobs = generator.next_token_logprobs([LETTER_ONLY, question], ["A", "B", "C", "D"])
+    probs = {k: math.exp(v) for k, v in logprobs.items()}
+    mass = sum(probs.values())
+    # The rest of the mass goes to openings like "The"; a letter must still carry a fair share.
+    assert mass > 0.3, probs
+    renormalised = {k: p / mass for k, p in probs.items()}
+    assert sum(renormalised.values()) == pytest.approx(1.0)
+    assert max(renormalised, key=renormalised.__getitem__) == "C" and renormalised["C"] > 0.7, renormalised
+
+
+def test_relevance_judgement_flips_with_the_passage(generator):
+    def p_yes(passage: str) -> float:
+        ask = Message(
+            "user",
+            f"Passage: {passage}\n\nQuestion: What causes scurvy?\n\n"
+            "Does the passage answer the question? Reply Yes or No.",
+        )
+        lp = generator.next_token_logprobs([ask], ["Yes", "No"])
+        return math.exp(lp["Yes"]) / (math.exp(lp["Yes"]) + math.exp(lp["No"]))
+
+    relevant = p_yes("Scurvy is caused by a lack of vitamin C (ascorbic acid) in the diet.")
+    irrelevant = p_yes("The femur is the longest bone in the human body.")
+    assert relevant > 0.5 > irrelevant, (relevant, irrelevant)
+
+
+def test_a_multi_token_candidate_gets_minus_infinity(generator):
+    lp = generator.next_token_logprobs([Message("user", "Say hi.")], ["Hello", "Vitamin C"])
+    assert lp["Vitamin C"] == -math.inf and math.isfinite(lp["Hello"])
+
+
+def test_short_generation_reports_usage_and_streams_the_same_text(generator):
+    chat = [Message("user", "In one sentence: what does vitamin C deficiency cause?")]
+    gen = generator.generate(chat, max_tokens=16)
+    assert gen.prompt_tokens > 10 and 0 < gen.completion_tokens <= 16
+    assert gen.finish_reason in {"stop", "length"} and gen.text.strip()
+    assert (gen.finish_reason == "length") == (gen.completion_tokens == 16)
+    assert "".join(generator.stream(chat, max_tokens=16)) == gen.text  # greedy: deterministic
+
+
+def test_stop_sequences_and_timeout(generator):
+    chat = [Message("user", "Count from 1 to 9, separated by commas and spaces. Only the numbers.")]
+    text = generator.generate(chat, max_tokens=30, stop=["5"]).text
+    assert "4" in text and "5" not in text and "6" not in text
+    generator.timeout_s = 1e-3
+    try:
+        with pytest.raises(GeneratorTimeout):
+            generator.generate(chat, max_tokens=30)
+        with pytest.raises(GeneratorTimeout):
+            list(generator.stream(chat, max_tokens=30))
+    finally:
+        generator.timeout_s = None

@@ -1,0 +1,228 @@
+"""LlamaCppGenerator's own logic against a fake ``llama_cpp`` module (the real model is in tests/e2e)."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import math
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from rag.errors import GeneratorError, GeneratorTimeout, MissingExtraError, ModelError
+from rag.generate import llamacpp
+from rag.generate.llamacpp import LlamaCppGenerator
+from rag.types import Message
+
+N_VOCAB = 300
+WORDS = {"A": 0, " A": 1, "B": 2, "Yes": 3, " No": 4}  # "B" has no " B" form; "No" only " No"
+
+
+class FakeLlama:
+    """Just enough of llama_cpp.Llama: a char-level tokenizer, settable logits, an eval log."""
+
+    instances: ClassVar[list[FakeLlama]] = []
+    logits = np.zeros(N_VOCAB, dtype=np.float32)
+
+    def __init__(self, model_path: str, **kwargs: Any) -> None:
+        self.kwargs = kwargs
+        self.metadata = {"tokenizer.chat_template": "{{ messages }}"}
+        self.input_ids = np.zeros(kwargs["n_ctx"], dtype=np.intc)
+        self.n_tokens = 0
+        self.evaluated: list[list[int]] = []
+        self.ctx = object()
+        self.busy = False
+        self.overlaps = 0
+        FakeLlama.instances.append(self)
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
+        s = text.decode()
+        return [WORDS[s]] if s in WORDS else [100 + (ord(ch) % 200) for ch in s]
+
+    def detokenize(self, tokens: list[int], special: bool = False) -> bytes:
+        return b"<eos>" if tokens == [299] else b""
+
+    def token_eos(self) -> int:
+        return 299
+
+    def token_bos(self) -> int:
+        return 298
+
+    def n_vocab(self) -> int:
+        return N_VOCAB
+
+    def eval(self, tokens: list[int]) -> None:
+        if self.busy:
+            self.overlaps += 1
+        self.busy = True
+        time.sleep(0.01)  # widen the window in which an unlocked second thread would overlap
+        self.input_ids[self.n_tokens : self.n_tokens + len(tokens)] = tokens
+        self.n_tokens += len(tokens)
+        self.evaluated.append(list(tokens))
+        self.busy = False
+
+    def create_completion(self, tokens: list[int], **kw: Any) -> Any:
+        stopped = kw["stopping_criteria"](tokens, None)
+        pieces = [] if stopped else ["Vitamin", " C", "."]
+        if kw["stream"]:
+            return (
+                {"choices": [{"text": p, "finish_reason": None}]} for p in pieces
+            )  # a generator, like the real one
+        return {
+            "choices": [{"text": "".join(pieces), "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(tokens), "completion_tokens": len(pieces)},
+        }
+
+
+class FakeFormatter:
+    def __init__(self, template: str, eos_token: str, bos_token: str, add_generation_prompt: bool) -> None:
+        assert add_generation_prompt and eos_token == "<eos>"
+
+    def __call__(self, *, messages: list[dict[str, str]]) -> Any:
+        text = "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+        return types.SimpleNamespace(prompt=text)
+
+
+def _stopping_list(criteria: list[Any]) -> Any:
+    return lambda ids, logits: any(c(ids, logits) for c in criteria)
+
+
+def _logits_ith(ctx: object, i: int) -> Any:
+    return (ctypes.c_float * N_VOCAB)(*FakeLlama.logits.tolist())
+
+
+@pytest.fixture
+def fake_llama(monkeypatch):
+    module = types.SimpleNamespace(
+        Llama=FakeLlama,
+        StoppingCriteriaList=_stopping_list,
+        llama_chat_format=types.SimpleNamespace(Jinja2ChatFormatter=FakeFormatter),
+        llama_get_logits_ith=_logits_ith,
+    )
+    monkeypatch.setitem(sys.modules, "llama_cpp", module)
+    FakeLlama.instances = []
+    FakeLlama.logits = np.zeros(N_VOCAB, dtype=np.float32)
+    return module
+
+
+@pytest.fixture
+def gguf(tmp_path) -> Path:
+    path = tmp_path / "tiny.gguf"
+    path.write_bytes(b"GGUF tiny")
+    return path
+
+
+ASK = [Message("user", "Which vitamin?")]
+
+
+def test_logprobs_are_a_log_softmax_and_combine_both_spellings(fake_llama, gguf):
+    FakeLlama.logits[[0, 1, 2, 3]] = [2.0, 1.0, 3.0, 0.5]
+    lp = LlamaCppGenerator(gguf, threads=1).next_token_logprobs(ASK, ["A", "B", "No", "Yes"])
+    log_z = math.log((N_VOCAB - 4) * math.exp(0) + math.exp(2) + math.exp(1) + math.exp(3) + math.exp(0.5))
+    assert lp["A"] == pytest.approx(math.log(math.exp(2) + math.exp(1)) - log_z)  # "A" or " A"
+    assert lp["B"] == pytest.approx(3 - log_z)
+    assert lp["No"] == pytest.approx(0 - log_z)  # only " No" is one token
+    assert lp["Yes"] == pytest.approx(0.5 - log_z)
+
+
+def test_candidates_that_are_not_one_token_get_minus_infinity(fake_llama, gguf):
+    lp = LlamaCppGenerator(gguf, threads=1).next_token_logprobs(ASK, ["Vitamin C", "", "A"])
+    assert lp["Vitamin C"] == -math.inf and lp[""] == -math.inf and math.isfinite(lp["A"])
+
+
+def test_model_loads_lazily_once_and_reuses_the_prompt_prefix(fake_llama, gguf):
+    gen = LlamaCppGenerator(gguf, threads=3, n_ctx=512, batch=64, seed=7)
+    assert FakeLlama.instances == []
+    gen.next_token_logprobs(ASK, ["A"])
+    (llm,) = FakeLlama.instances
+    kw = llm.kwargs
+    assert (kw["n_threads"], kw["n_threads_batch"], kw["n_ctx"], kw["n_batch"], kw["seed"]) == (
+        3,
+        3,
+        512,
+        64,
+        7,
+    )
+    assert kw["verbose"] is False
+    full = len("<user>Which vitamin?<assistant>")
+    gen.next_token_logprobs(ASK, ["B"])  # identical prompt: only the last token is re-evaluated
+    gen.next_token_logprobs([Message("user", "Which vitamin? Or mineral?")], ["A"])
+    assert [len(t) for t in llm.evaluated] == [full, 1, len(" Or mineral?<assistant>")]
+    assert len(FakeLlama.instances) == 1
+
+
+def test_calls_from_threads_never_overlap_inside_the_model(fake_llama, gguf):
+    gen = LlamaCppGenerator(gguf, threads=1)
+    questions = [[Message("user", f"question {i}")] for i in range(6)]
+    workers = [threading.Thread(target=gen.next_token_logprobs, args=(q, ["A"])) for q in questions]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    (llm,) = FakeLlama.instances
+    assert len(llm.evaluated) == 6 and llm.overlaps == 0
+
+
+def test_generate_and_stream(fake_llama, gguf):
+    gen = LlamaCppGenerator(gguf, threads=1)
+    out = gen.generate(ASK, max_tokens=8)
+    assert (out.text, out.prompt_tokens, out.completion_tokens, out.finish_reason) == (
+        "Vitamin C.",
+        len("<user>Which vitamin?<assistant>"),
+        3,
+        "stop",
+    )
+    assert list(gen.stream(ASK, max_tokens=8)) == ["Vitamin", " C", "."]
+
+
+def test_timeouts_raise(fake_llama, gguf):
+    gen = LlamaCppGenerator(gguf, threads=1, timeout_s=0.0)
+    time.sleep(0.001)
+    with pytest.raises(GeneratorTimeout, match="timeout_s"):
+        gen.generate(ASK, max_tokens=8)
+    with pytest.raises(GeneratorTimeout):
+        list(gen.stream(ASK, max_tokens=8))
+
+
+def test_a_prompt_over_the_context_window_is_refused(fake_llama, gguf):
+    gen = LlamaCppGenerator(gguf, threads=1, n_ctx=16)
+    with pytest.raises(GeneratorError, match="context window of 16"):
+        gen.generate([Message("user", "x" * 40)], max_tokens=4)
+
+
+def test_missing_llama_cpp_names_the_llm_extra(monkeypatch, gguf):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(MissingExtraError, match=r"medcite\[llm\]"):
+        LlamaCppGenerator(gguf).next_token_logprobs(ASK, ["A"])
+
+
+def test_missing_model_file_says_how_to_fetch(tmp_path):
+    with pytest.raises(ModelError, match="medcite models fetch"):
+        LlamaCppGenerator(tmp_path / "absent.gguf")
+
+
+def test_fingerprint_reads_the_sidecar_instead_of_hashing(gguf, monkeypatch):
+    stat = gguf.stat()
+    sidecar = {"sha256": "ab" * 32, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    (gguf.parent / "tiny.gguf.json").write_text(json.dumps(sidecar))
+    monkeypatch.setattr(llamacpp, "sha256_file", lambda path: pytest.fail("re-hashed"))
+    fp = LlamaCppGenerator(gguf, n_ctx=1024, seed=3).fingerprint()
+    assert fp == {
+        "name": "llama.cpp:tiny",
+        "backend": "llama.cpp",
+        "file": "tiny.gguf",
+        "sha256": "ab" * 32,
+        "n_ctx": 1024,
+        "seed": 3,
+    }
+
+
+def test_fingerprint_hashes_a_file_without_sidecar(gguf):
+    assert LlamaCppGenerator(gguf).fingerprint()["sha256"] == hashlib.sha256(b"GGUF tiny").hexdigest()
