@@ -1,0 +1,87 @@
+"""Ten real clinical questions through the full chain on the default index, with timings.
+
+Writes the answers, their citations, how many cited sentences the verifier marked supported,
+which questions abstained, and latency split into retrieve / rerank / generate / verify.
+
+    python bench/ask_questions.py --profile default --out docs/results/ask_10_questions.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from rag.assemble import assemble, describe
+from rag.config import Paths
+from rag.profile import load_profile
+from rag.render import answer_to_dict
+
+QUESTIONS = [
+    "Which score is used to estimate stroke risk and decide on anticoagulation in atrial fibrillation?",
+    "What are the qSOFA criteria used to screen for sepsis?",
+    "What is the recommended antibiotic for low-severity community-acquired pneumonia in adults?",
+    "Which eGFR range defines CKD stage G3a?",
+    "What A1C goal is appropriate for most nonpregnant adults with diabetes?",
+    "What serum urate target should urate-lowering therapy aim for in gout?",
+    "Which phenotypes are very frequent in Marfan syndrome?",
+    "What are frequent clinical features of Rett syndrome?",
+    "What is the recommended treatment for head lice in children?",
+    "Which vaccine schedule is recommended for travellers to yellow fever areas?",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--out", type=Path, default=Path("docs/results/ask_10_questions.json"))
+    args = parser.parse_args()
+
+    paths = Paths.from_env()
+    t0 = time.perf_counter()
+    assembled = assemble(load_profile(args.profile), paths)
+    load_seconds = time.perf_counter() - t0
+    records = []
+    for question in QUESTIONS:
+        start = time.perf_counter()
+        answer = assembled.pipeline.answer(question)
+        total = time.perf_counter() - start
+        row = answer_to_dict(answer)
+        row["total_seconds"] = round(total, 2)
+        records.append(row)
+        supported = sum(1 for s in answer.sentences if s.supported)
+        print(f"[{answer.mode:>9}] {total:6.1f}s  {supported}/{len(answer.sentences)} supported  {question}")
+        print(f"            {answer.text[:200]}")
+    stages = ("retrieve", "rerank", "generate", "verify")
+    answered = [r for r in records if r["mode"] == "rag"]
+    summary = {
+        "questions": len(records),
+        "answered_with_citations": sum(1 for r in answered if r["citations"]),
+        "abstained": sum(1 for r in records if r["mode"] == "abstained"),
+        "degraded": sum(1 for r in records if r["mode"] == "degraded"),
+        "cited_sentences": sum(len(r["sentences"]) for r in answered),
+        "supported_sentences": sum(sum(1 for s in r["sentences"] if s["supported"]) for r in answered),
+        "median_seconds": {
+            stage: round(statistics.median(r["timings"].get(stage, 0.0) for r in records), 2)
+            for stage in stages
+        },
+        "median_total_seconds": round(statistics.median(r["total_seconds"] for r in records), 2),
+        "pipeline_load_seconds": round(load_seconds, 2),
+    }
+    print(json.dumps(summary, indent=2))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(
+        json.dumps(
+            {"pipeline": describe(assembled), "summary": summary, "answers": records},
+            indent=1,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
+    assembled.close()
+
+
+if __name__ == "__main__":
+    main()
