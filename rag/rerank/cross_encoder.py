@@ -14,7 +14,6 @@ preference, so the order equals the model's order and an evidence threshold is a
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from indexes.embedder import offline_sentence_transformers
 from rag.errors import ConfigError, ModelError, require
 from rag.rerank.evidence import passage_text, sort_and_renumber
 from rag.types import Hit
@@ -82,13 +82,7 @@ class CrossEncoderReranker:
 
     @cached_property
     def _model(self) -> Any:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        st = require("sentence_transformers", package="sentence-transformers", extra="dense")
-        if self.threads:
-            import torch
-
-            torch.set_num_threads(self.threads)
+        st = offline_sentence_transformers(self.threads)
         try:
             return st.CrossEncoder(  # type: ignore[attr-defined]
                 str(self.model_path), device="cpu", max_length=self.max_length, local_files_only=True
