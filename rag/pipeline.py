@@ -9,13 +9,15 @@ labelled as degraded. Closed-book answers happen only on request and say so.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
+from collections.abc import Generator as Coroutine
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.errors import GeneratorError
+from rag.choice import choose_option
+from rag.errors import GeneratorError, ModelError
 from rag.generate import prompts
 from rag.generate.citations import parse_answer
 from rag.protocols import Generator, Reranker, Retriever
@@ -37,7 +39,19 @@ class PipelineSettings:
     filters: Filters = field(default_factory=Filters)
 
 
-class _Clock:
+@dataclass
+class Evidence:
+    """What retrieval and reranking produced for one question, with their cost and caveats."""
+
+    kept: list[Hit]
+    dropped: list[Hit]
+    usage: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Clock:
+    """Accumulates seconds per pipeline stage."""
+
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
 
@@ -67,36 +81,39 @@ class Pipeline:
 
     # -- evidence -------------------------------------------------------------------------------
     def evidence(
-        self, question: str, *, filters: Filters | None = None, clock: _Clock | None = None
-    ) -> tuple[list[Hit], list[Hit], dict[str, int]]:
-        """Kept evidence (ranked), dropped candidates, and usage counts of this step."""
-        s, clock = self.settings, clock or _Clock()
+        self, question: str, *, filters: Filters | None = None, clock: Clock | None = None
+    ) -> Evidence:
+        """Retrieve and rerank; a failing reformulation or reranker degrades, and says so."""
+        s, clock = self.settings, clock or Clock()
         usage: dict[str, int] = {}
+        notes: list[str] = []
         query = question
         if s.reformulation != "none":
-            query, used = clock.run("reformulate", self._reformulate, question)
-            usage["reformulation_tokens"] = used
+            try:
+                query, usage["reformulation_tokens"] = clock.run("reformulate", self._reformulate, question)
+            except GeneratorError as exc:
+                notes.append(f"query reformulation failed ({exc}); searched with the question as asked")
         hits = clock.run("retrieve", self.retriever.retrieve, query, s.candidates, filters or s.filters)
-        kept, dropped = clock.run(
-            "rerank",
-            rerank_and_filter,
-            self.reranker,
-            question,
-            hits[: s.rerank_candidates],
-            threshold=s.threshold,
-            max_keep=s.keep,
-        )
-        stats = getattr(self.reranker, "last_stats", None)  # LLM reranker: its generator cost
+        candidates = hits[: s.rerank_candidates]
+        try:
+            kept, dropped = clock.run(
+                "rerank", rerank_and_filter, self.reranker, question, candidates,
+                threshold=s.threshold, max_keep=s.keep,
+            )  # fmt: skip
+        except (GeneratorError, ModelError) as exc:
+            kept = [dataclasses.replace(h, rank=n) for n, h in enumerate(candidates[: s.keep], start=1)]
+            dropped = list(candidates[s.keep :])
+            notes.append(f"reranker unavailable ({exc}); evidence is in retrieval order, not filtered")
+        stats = getattr(self.reranker, "last_stats", None)  # the LLM reranker's generator cost
         if stats is not None:
             usage["rerank_generator_calls"] = stats.generator_calls
             usage["rerank_cache_hits"] = stats.cache_hits
-        return list(kept), list(dropped), usage
+        return Evidence(kept=list(kept), dropped=list(dropped), usage=usage, notes=notes)
 
     def _reformulate(self, question: str) -> tuple[str, int]:
         s = self.settings
-        generation = self.generator.generate(
-            prompts.reformulation_messages(s.reformulation, question), max_tokens=s.reformulation_tokens
-        )
+        messages = prompts.reformulation_messages(s.reformulation, question)
+        generation = self.generator.generate(messages, max_tokens=s.reformulation_tokens)
         text = generation.text.strip()
         used = generation.prompt_tokens + generation.completion_tokens
         if s.reformulation == "hyde":  # search with the question and the hypothetical passage
@@ -106,127 +123,85 @@ class Pipeline:
     # -- free-text answers ------------------------------------------------------------------------
     def answer(self, question: str, *, closed_book: bool = False, filters: Filters | None = None) -> Answer:
         """A cited answer, an abstention, a labelled closed-book answer, or a degraded evidence list."""
-        question = clean_query(question)
-        clock = _Clock()
-        if closed_book:
-            messages = prompts.closed_book_messages(question)
-            generation = clock.run("generate", self._generate, messages)
-            return Answer(
-                question=question,
-                text=generation.text.strip(),
-                mode="closed-book",
-                timings=clock.timings,
-                usage=_usage(generation),
-                notes=(prompts.closed_book_label(),),
-            )
-        early, kept, usage = self._prepare(question, filters, clock)
-        if early is not None:
-            return early
-        try:
-            generation = clock.run("generate", self._generate, prompts.rag_messages(question, kept))
-        except GeneratorError as exc:
-            return self._degraded(question, kept, clock, usage, str(exc))
-        return self._finish(question, generation.text, kept, clock, {**usage, **_usage(generation)})
+        *_, final = self.stream(question, closed_book=closed_book, filters=filters, stream_tokens=False)
+        if not isinstance(final, Answer):  # the last item of stream() is always the Answer
+            raise TypeError("pipeline stream ended without an answer")
+        return final
 
     def stream(
-        self, question: str, *, closed_book: bool = False, filters: Filters | None = None
+        self,
+        question: str,
+        *,
+        closed_book: bool = False,
+        filters: Filters | None = None,
+        stream_tokens: bool = True,
     ) -> Iterator[str | Answer]:
         """Yield answer text pieces as they are generated, then the final ``Answer``.
 
-        Token counts are not available while streaming; the final answer's usage has the
-        retrieval-side counts only.
+        With ``stream_tokens=False`` the generator is called once without streaming (which also
+        reports exact token usage) and the text comes as one piece.
         """
         question = clean_query(question)
-        clock = _Clock()
+        clock = Clock()
         if closed_book:
-            yield from self._stream_closed_book(question, clock)
+            messages = prompts.closed_book_messages(question)
+            text, usage = yield from self._generate(messages, clock, stream_tokens)
+            yield Answer(question=question, text=text.strip(), mode="closed-book", timings=clock.timings,
+                         usage=usage, notes=(prompts.closed_book_label(),))  # fmt: skip
             return
-        early, kept, usage = self._prepare(question, filters, clock)
-        if early is not None:
-            yield early.text
-            yield early
+        found = self.evidence(question, filters=filters, clock=clock)
+        if not found.kept:
+            abstention = self._abstain(
+                question, clock, found, f"no passage cleared the evidence threshold "
+                f"({len(found.dropped)} candidates scored below it)",
+            )  # fmt: skip
+            yield abstention.text
+            yield abstention
             return
-        pieces: list[str] = []
+        try:
+            raw, usage = yield from self._generate(
+                prompts.rag_messages(question, found.kept), clock, stream_tokens
+            )
+        except GeneratorError as exc:
+            yield self._degraded(question, clock, found, str(exc))
+            return
+        found.usage.update(usage)
+        yield self._finish(question, raw, clock, found)
+
+    def _generate(
+        self, messages: Sequence[Message], clock: Clock, stream_tokens: bool
+    ) -> Coroutine[str, None, tuple[str, dict[str, int]]]:
+        """Yield text pieces (none when not streaming); return the full text and token usage."""
+        s = self.settings
         start = time.perf_counter()
         try:
-            for piece in self.generator.stream(
-                prompts.rag_messages(question, kept),
-                max_tokens=self.settings.max_tokens,
-                temperature=self.settings.temperature,
-            ):
+            if not stream_tokens:
+                generation: Generation = self.generator.generate(
+                    messages, max_tokens=s.max_tokens, temperature=s.temperature
+                )
+                return generation.text, _usage(generation)
+            pieces: list[str] = []
+            for piece in self.generator.stream(messages, max_tokens=s.max_tokens, temperature=s.temperature):
                 pieces.append(piece)
                 yield piece
-        except GeneratorError as exc:
-            yield self._degraded(question, kept, clock, usage, str(exc))
-            return
-        clock.timings["generate"] = time.perf_counter() - start
-        yield self._finish(question, "".join(pieces), kept, clock, usage)
+            return "".join(pieces), {}
+        finally:
+            clock.timings["generate"] = clock.timings.get("generate", 0.0) + time.perf_counter() - start
 
-    def _prepare(
-        self, question: str, filters: Filters | None, clock: _Clock
-    ) -> tuple[Answer | None, list[Hit], dict[str, int]]:
-        """Evidence for the question, or an abstention when none clears the threshold."""
-        kept, dropped, usage = self.evidence(question, filters=filters, clock=clock)
-        if kept:
-            return None, kept, usage
-        abstention = Answer(
-            question=question,
-            text=prompts.abstain_message(),
-            mode="abstained",
-            timings=clock.timings,
-            usage=usage,
-            notes=(f"no passage cleared the evidence threshold ({len(dropped)} candidates scored below it)",),
-        )
-        return abstention, [], usage
-
-    def _generate(self, messages: Sequence[Message]) -> Generation:
-        return self.generator.generate(
-            messages, max_tokens=self.settings.max_tokens, temperature=self.settings.temperature
-        )
-
-    def _stream_closed_book(self, question: str, clock: _Clock) -> Iterator[str | Answer]:
-        pieces: list[str] = []
-        start = time.perf_counter()
-        for piece in self.generator.stream(
-            prompts.closed_book_messages(question),
-            max_tokens=self.settings.max_tokens,
-            temperature=self.settings.temperature,
-        ):
-            pieces.append(piece)
-            yield piece
-        clock.timings["generate"] = time.perf_counter() - start
-        yield Answer(
-            question=question,
-            text="".join(pieces).strip(),
-            mode="closed-book",
-            timings=clock.timings,
-            notes=(prompts.closed_book_label(),),
-        )
-
-    def _finish(
-        self, question: str, raw: str, kept: list[Hit], clock: _Clock, usage: Mapping[str, int]
-    ) -> Answer:
+    def _finish(self, question: str, raw: str, clock: Clock, found: Evidence) -> Answer:
         if raw.strip().upper().startswith(prompts.abstain_token()):
-            return Answer(
-                question=question,
-                text=prompts.abstain_message(),
-                mode="abstained",
-                evidence=tuple(kept),
-                timings=clock.timings,
-                usage=usage,
-                notes=("the model judged the retrieved evidence insufficient",),
+            return self._abstain(
+                question, clock, found, "the model judged the retrieved evidence insufficient"
             )
-        parsed = parse_answer(raw, kept)
-        notes = (
-            [f"removed citation markers that point at no source: {sorted(set(parsed.rejected))}"]
-            if parsed.rejected
-            else []
-        )
+        parsed = parse_answer(raw, found.kept)
+        notes = list(found.notes)
+        if parsed.rejected:
+            notes.append(f"removed citation markers that point at no source: {sorted(set(parsed.rejected))}")
         sentences: tuple[Any, ...] = ()
         citations = tuple(parsed.citations)
         if self.verifier is not None:
-            verified_sentences, verified_citations = clock.run("verify", self.verifier.verify, parsed, kept)
-            sentences, citations = tuple(verified_sentences), tuple(verified_citations)
+            checked, verified = clock.run("verify", self.verifier.verify, parsed, found.kept)
+            sentences, citations = tuple(checked), tuple(verified)
             unsupported = sum(1 for s in sentences if not s.supported)
             if unsupported:
                 notes.append(
@@ -235,33 +210,25 @@ class Pipeline:
         if not citations:
             notes.append("the answer carries no valid citation; treat it as unverified")
         return Answer(
-            question=question,
-            text=parsed.text,
-            mode="rag",
-            citations=citations,
-            sentences=sentences,
-            evidence=tuple(kept),
-            timings=clock.timings,
-            usage=usage,
-            notes=tuple(notes),
-        )
+            question=question, text=parsed.text, mode="rag", citations=citations, sentences=sentences,
+            evidence=tuple(found.kept), timings=clock.timings, usage=found.usage, notes=tuple(notes),
+        )  # fmt: skip
 
-    def _degraded(
-        self, question: str, kept: list[Hit], clock: _Clock, usage: Mapping[str, int], reason: str
-    ) -> Answer:
+    def _abstain(self, question: str, clock: Clock, found: Evidence, why: str) -> Answer:
+        return Answer(
+            question=question, text=prompts.abstain_message(), mode="abstained", evidence=tuple(found.kept),
+            timings=clock.timings, usage=found.usage, notes=(*found.notes, why),
+        )  # fmt: skip
+
+    def _degraded(self, question: str, clock: Clock, found: Evidence, reason: str) -> Answer:
         text = (
             "Generation failed, so this is not an answer: the passages below were retrieved "
             "for the question but not summarised."
         )
         return Answer(
-            question=question,
-            text=text,
-            mode="degraded",
-            evidence=tuple(kept),
-            timings=clock.timings,
-            usage=usage,
-            notes=(f"generator error: {reason}",),
-        )
+            question=question, text=text, mode="degraded", evidence=tuple(found.kept), timings=clock.timings,
+            usage=found.usage, notes=(*found.notes, f"generator error: {reason}"),
+        )  # fmt: skip
 
     # -- multiple choice ------------------------------------------------------------------------
     def choose(
@@ -274,44 +241,14 @@ class Pipeline:
     ) -> Answer:
         """Pick an option by the next-token probabilities of the option letters (no text parsing)."""
         question = clean_query(question)
-        if len(options) < 2:
-            raise ValueError("a multiple-choice question needs at least two options")
-        clock = _Clock()
-        kept: list[Hit] = []
-        usage: dict[str, int] = {}
-        notes: list[str] = []
+        clock = Clock()
+        found = Evidence(kept=[], dropped=[])
         if not closed_book:
-            query = question + "\n" + "\n".join(options.values())
-            kept, _, usage = self.evidence(query, filters=filters, clock=clock)
-            if not kept:
-                notes.append("no passage cleared the evidence threshold; answered without sources")
-        messages = prompts.choice_messages(question, options, kept)
-        logprobs = clock.run("generate", self.generator.next_token_logprobs, messages, list(options))
-        probs = _softmax(logprobs)
-        choice = max(probs, key=lambda letter: probs[letter])
-        mode = "rag" if kept else "closed-book"
-        return Answer(
-            question=question,
-            text=f"{choice}. {options[choice]}",
-            mode=mode,
-            evidence=tuple(kept),
-            timings=clock.timings,
-            usage=usage,
-            notes=tuple(notes),
-            choice=choice,
-            option_probs=probs,
-        )
+            found = self.evidence(question + "\n" + "\n".join(options.values()), filters=filters, clock=clock)
+            if not found.kept:
+                found.notes.append("no passage cleared the evidence threshold; answered without sources")
+        return choose_option(self.generator, question, options, found.kept, clock, found.usage, found.notes)
 
 
 def _usage(generation: Generation) -> dict[str, int]:
     return {"prompt_tokens": generation.prompt_tokens, "completion_tokens": generation.completion_tokens}
-
-
-def _softmax(logprobs: Mapping[str, float]) -> dict[str, float]:
-    finite = {k: v for k, v in logprobs.items() if math.isfinite(v)}
-    if not finite:
-        raise GeneratorError("the model gave no probability to any option letter; cannot choose")
-    top = max(finite.values())
-    exp = {k: math.exp(v - top) if k in finite else 0.0 for k, v in logprobs.items()}
-    total = sum(exp.values())
-    return {k: v / total for k, v in exp.items()}

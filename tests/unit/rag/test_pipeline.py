@@ -186,3 +186,32 @@ def test_hyde_reformulation_searches_with_the_hypothetical_passage_and_records_c
 def test_unusable_questions_are_refused(bad):
     with pytest.raises(QueryError):
         pipeline(FakeGenerator("x"))[0].answer(bad)
+
+
+class BrokenReranker:
+    name = "llm"
+    scores_are_probabilities = True
+
+    def rerank(self, question, hits):
+        raise GeneratorError("reranker's generator is unreachable")
+
+
+def test_failing_reranker_degrades_to_unfiltered_evidence_and_says_so():
+    gen = FakeGenerator("Use CHA2DS2-VASc [1].")
+    answer = pipeline(gen, BrokenReranker(), threshold=0.5, keep=2)[0].answer("Which score?")
+    assert answer.mode == "rag" and [h.chunk.chunk_id for h in answer.evidence] == ["af#0", "af#1"]
+    assert any("reranker unavailable" in n and "not filtered" in n for n in answer.notes)
+
+
+def test_failing_reformulation_falls_back_to_the_question():
+    class FailsOnce(FakeGenerator):
+        def generate(self, messages, **kw):
+            if not self.calls:
+                self.calls.append(list(messages))
+                raise GeneratorError("server down")
+            return super().generate(messages, **kw)
+
+    pipe, retriever = pipeline(FailsOnce("Use CHA2DS2-VASc [1]."), reformulation="rewrite")
+    answer = pipe.answer("Which score?")
+    assert retriever.queries == ["Which score?"] and answer.mode == "rag"
+    assert any("reformulation failed" in n for n in answer.notes)
