@@ -51,16 +51,24 @@ def embed_cached(
     cache_dir: Path,
     *,
     batch_size: int = 256,
+    sort_by_length: bool = True,
     progress: bool = True,
 ) -> tuple[np.ndarray, int]:
-    """Vectors for ``texts`` (n x dim float32) and how many came from the cache."""
+    """Vectors for ``texts`` (n x dim float32, in input order) and how many came from the cache.
+
+    With ``sort_by_length`` texts are embedded shortest first, so each batch pads to similar
+    lengths (the transformer's cost grows with the longest text in a batch); the order is a
+    stable sort, so the batches, and their cache keys, are the same on every run.
+    """
     folder = cache_dir / embedder.weights_sha256[:16]
     folder.mkdir(parents=True, exist_ok=True)
     out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    order = np.argsort([len(t) for t in texts], kind="stable") if sort_by_length else np.arange(len(texts))
     reused = 0
     bar = tqdm(total=len(texts), desc="embedding", unit="chunk", disable=not progress)
     for start in range(0, len(texts), batch_size):
-        batch = texts[start : start + batch_size]
+        rows = order[start : start + batch_size]
+        batch = [texts[i] for i in rows]
         path = folder / f"{_batch_key(batch)}.npy"
         vectors = _load(path, len(batch), embedder.dim) if path.is_file() else None
         if vectors is None:
@@ -70,7 +78,7 @@ def embed_cached(
             tmp.replace(path)
         else:
             reused += len(batch)
-        out[start : start + len(batch)] = vectors
+        out[rows] = vectors
         bar.update(len(batch))
     bar.close()
     return out, reused

@@ -192,3 +192,9 @@ def test_damaged_cache_file_is_re_embedded(tmp_path):
     fresh = HashEmbedder()
     _, reused = embed_cached(fresh, texts, tmp_path, batch_size=2, progress=False)
     assert reused == 0 and fresh.calls == 1
+
+
+def test_length_sorted_embedding_returns_vectors_in_input_order(tmp_path):
+    texts = ["a much longer passage about anticoagulation in atrial fibrillation", "short", "medium text here"]
+    vectors, _ = embed_cached(HashEmbedder(), texts, tmp_path, batch_size=2, progress=False)
+    np.testing.assert_allclose(vectors, HashEmbedder().embed(texts), rtol=1e-6)
