@@ -8,6 +8,8 @@ through the content-addressed cache, so a killed build resumes where it stopped.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import platform
 import resource
@@ -115,6 +117,38 @@ def build_index(
     if config.dense is not None and embedder is None:
         raise ConfigError("a dense index needs an embedder; pass one or build with --no-dense")
     indexes_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(indexes_dir, config.name):
+        # Folders left by a killed build of this name: nobody holds the lock, so none is in use.
+        for stale in indexes_dir.glob(f".{config.name}.*.building"):
+            shutil.rmtree(stale, ignore_errors=True)
+        return _build_locked(
+            sources, config, indexes_dir, spans=spans, tokenizer_name=tokenizer_name, embedder=embedder,
+            cache_dir=cache_dir, progress=progress,
+        )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _build_lock(indexes_dir: Path, name: str) -> Iterator[None]:
+    """One build per index name at a time (an advisory lock, released if the process dies)."""
+    with (indexes_dir / f".{name}.lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError(f"another build of index {name!r} is running; wait for it to finish") from None
+        yield
+
+
+def _build_locked(
+    sources: list[Source],
+    config: BuildConfig,
+    indexes_dir: Path,
+    *,
+    spans: TokenSpans,
+    tokenizer_name: str,
+    embedder: SentenceTransformerEmbedder | None,
+    cache_dir: Path,
+    progress: bool,
+) -> BuildReport:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{uuid.uuid4().hex[:8]}"
     work = indexes_dir / f".{config.name}.{stamp}.building"
     work.mkdir()

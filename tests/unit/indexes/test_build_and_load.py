@@ -147,7 +147,7 @@ def test_empty_corpus_is_a_clear_error_and_writes_nothing(tmp_path):
     blank = make_doc("t:blank", {"Empty": "   "})
     with pytest.raises(EmptyCorpusError, match="no chunk"):
         _build(tmp_path, [blank])
-    assert not any((tmp_path / "indexes").iterdir())
+    assert [p.name for p in (tmp_path / "indexes").iterdir()] == [".idx.lock"]  # no index, no half folder
 
 
 def test_duplicate_document_ids_are_refused(tmp_path):
@@ -195,6 +195,29 @@ def test_damaged_cache_file_is_re_embedded(tmp_path):
 
 
 def test_length_sorted_embedding_returns_vectors_in_input_order(tmp_path):
-    texts = ["a much longer passage about anticoagulation in atrial fibrillation", "short", "medium text here"]
+    texts = [
+        "a much longer passage about anticoagulation in atrial fibrillation",
+        "short",
+        "medium text here",
+    ]
     vectors, _ = embed_cached(HashEmbedder(), texts, tmp_path, batch_size=2, progress=False)
     np.testing.assert_allclose(vectors, HashEmbedder().embed(texts), rtol=1e-6)
+
+
+def test_folder_left_by_a_killed_build_is_removed_by_the_next_build(tmp_path):
+    stale = tmp_path / "indexes" / ".idx.20260101T000000-deadbeef.building"
+    stale.mkdir(parents=True)
+    (stale / "chunks.jsonl").write_text("half written")
+    _build(tmp_path)
+    assert not stale.exists()
+    assert load_index(tmp_path / "indexes" / "idx").manifest["counts"]["chunks"] == 5
+
+
+def test_concurrent_build_of_the_same_index_is_refused(tmp_path):
+    import fcntl
+
+    (tmp_path / "indexes").mkdir()
+    with (tmp_path / "indexes" / ".idx.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(ConfigError, match="another build"):
+            _build(tmp_path)
