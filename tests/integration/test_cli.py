@@ -114,3 +114,18 @@ def test_empty_user_folder_fails_without_leaving_an_index(tmp_path):
     )
     assert result.returncode == 2 and "no chunk" in result.stderr
     assert not (tmp_path / "data" / "indexes" / "mine").exists()
+
+
+def test_ask_with_unknown_profile_or_missing_model_says_what_to_do(bm25_index, tmp_path):
+    result = medcite("ask", "Which score?", "--profile", "nope", data_dir=bm25_index, check=False)
+    assert result.returncode == 2 and "choose one of" in result.stderr
+    profile = tmp_path / "bm25.toml"
+    profile.write_text('index = "om"\n[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "none"\n')
+    env_model = {"MEDCITE_MODEL_DIR": str(tmp_path / "no-models")}
+    result = subprocess.run(
+        [sys.executable, "-m", "rag.cli", "ask", "Which score?", "--profile", str(profile)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "MEDCITE_DATA_DIR": str(bm25_index), **env_model},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "medcite models fetch" in result.stderr and "Traceback" not in result.stderr
