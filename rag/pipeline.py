@@ -19,7 +19,7 @@ from typing import Any
 from rag.choice import choose_option
 from rag.errors import GeneratorError, ModelError
 from rag.generate import prompts
-from rag.generate.citations import parse_answer
+from rag.generate.citations import parse_answer, strip_markers
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
 from rag.retrieve.query import clean_query
@@ -194,6 +194,10 @@ class Pipeline:
                 question, clock, found, "the model judged the retrieved evidence insufficient"
             )
         parsed = parse_answer(raw, found.kept)
+        if not any(ch.isalpha() for ch in strip_markers(parsed.text)):
+            return self._degraded(
+                question, clock, found, "the model produced citation markers but no answer text"
+            )
         notes = list(found.notes)
         if parsed.rejected:
             notes.append(f"removed citation markers that point at no source: {sorted(set(parsed.rejected))}")

@@ -18,6 +18,16 @@ def prompts() -> dict[str, Any]:
     return tomllib.loads(PROMPTS_FILE.read_text(encoding="utf-8"))
 
 
+def flatten_lines(text: str) -> str:
+    """One line per passage: list lines joined by "; ", sentence lines by a space.
+
+    Disease references are lists of short lines ("Arachnodactyly", "Ectopia lentis"); shown
+    as-is, the small model echoed the source list instead of answering.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(line if line[-1] in ".:;!?" else line + ";" for line in lines).rstrip(";")
+
+
 def format_sources(hits: Sequence[Hit], *, max_chars: int = 1500) -> str:
     """Sources numbered ``[1]..[n]`` in the given order, each with title, section and source name."""
     template = prompts()["rag"]["source"]
@@ -25,7 +35,8 @@ def format_sources(hits: Sequence[Hit], *, max_chars: int = 1500) -> str:
     for number, hit in enumerate(hits, start=1):
         c = hit.chunk
         section = " > ".join(p for p in c.section[-2:] if p) or "main text"
-        text = c.text if len(c.text) <= max_chars else c.text[:max_chars].rsplit(" ", 1)[0] + " …"
+        text = flatten_lines(c.text)
+        text = text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " …"
         blocks.append(
             template.format(number=number, title=c.title, section=section, source=c.source, text=text)
         )

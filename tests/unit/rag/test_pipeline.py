@@ -215,3 +215,18 @@ def test_failing_reformulation_falls_back_to_the_question():
     answer = pipe.answer("Which score?")
     assert retriever.queries == ["Which score?"] and answer.mode == "rag"
     assert any("reformulation failed" in n for n in answer.notes)
+
+
+def test_answer_of_only_markers_is_degraded_not_presented_as_an_answer():
+    answer = pipeline(FakeGenerator("[1] [2] [3]"))[0].answer("Which phenotypes are frequent?")
+    assert answer.mode == "degraded" and answer.citations == ()
+    assert any("no answer text" in n for n in answer.notes) and len(answer.evidence) == 3
+
+
+def test_list_passages_are_flattened_for_the_prompt():
+    from rag.generate.prompts import flatten_lines
+
+    assert flatten_lines("Arachnodactyly\nEctopia lentis\n\nTall stature") == (
+        "Arachnodactyly; Ectopia lentis; Tall stature"
+    )
+    assert flatten_lines("First sentence.\nSecond line") == "First sentence. Second line"
