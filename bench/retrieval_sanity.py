@@ -44,21 +44,7 @@ def main() -> None:
     paths = Paths.from_env()
     folder = paths.source_data / "bioasq_from_mirage"
     t0 = time.perf_counter()
-    summary = build_from_cli(
-        paths,
-        sources=["bioasq-snippets"],
-        path=None,
-        options=[],
-        fetch=False,
-        name="bioasq-snippets",
-        dense="flat",
-        lexical="bm25s",
-        max_tokens=200,
-        overlap=32,
-        limit=None,
-        skip_existing=True,
-        progress=True,
-    )
+    summary = build_from_cli(paths, sources=["bioasq-snippets"], name="bioasq-snippets", skip_existing=True)
     build_seconds = time.perf_counter() - t0
     qrels = load_qrels(folder)
     questions = {}

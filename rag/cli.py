@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from corpora.chunking import ChunkerConfig
 from rag.config import Paths
 from rag.errors import MedciteError
 from rag.types import Filters, Hit
@@ -47,8 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     build.add_argument("--no-dense", action="store_true", help="BM25 only (no embedder needed)")
     build.add_argument("--dense-kind", choices=["flat", "hnsw"], default="flat")
     build.add_argument("--lexical", choices=["bm25s", "rank-bm25"], default="bm25s")
-    build.add_argument("--max-tokens", type=int, default=200, help="wordpieces per chunk")
-    build.add_argument("--overlap", type=int, default=32, help="wordpieces shared by adjacent chunks")
+    build.add_argument(
+        "--max-tokens", type=int, default=ChunkerConfig.max_tokens, help="wordpieces per chunk"
+    )
+    build.add_argument(
+        "--overlap", type=int, default=ChunkerConfig.overlap, help="wordpieces shared by adjacent chunks"
+    )
     build.add_argument("--limit", type=int, help="at most this many documents per source")
     build.add_argument(
         "--skip-existing",

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from corpora.chunking import ChunkerConfig
 from indexes.dense import DenseParams
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
@@ -31,23 +32,23 @@ def _parse_sources(raw: list[str] | None, path: Path | None) -> list[tuple[str, 
 def build_from_cli(
     paths: Paths,
     *,
-    sources: list[str] | None,
-    path: Path | None,
-    options: list[str],
-    fetch: bool,
-    name: str,
-    dense: str | None,
-    lexical: str,
-    max_tokens: int,
-    overlap: int,
-    limit: int | None,
-    skip_existing: bool,
-    progress: bool,
+    sources: list[str] | None = None,
+    path: Path | None = None,
+    options: Sequence[str] = (),
+    fetch: bool = False,
+    name: str = "default",
+    dense: str | None = "flat",
+    lexical: str = "bm25s",
+    max_tokens: int = ChunkerConfig.max_tokens,
+    overlap: int = ChunkerConfig.overlap,
+    limit: int | None = None,
+    skip_existing: bool = False,
+    progress: bool = True,
 ) -> str:
-    """Build an index and return a one-line summary."""
+    """Build an index and return a one-line summary (defaults: the CLI's, the default corpus)."""
     from corpora.build import BuildConfig, build_index
     from corpora.catalog import open_source, parse_option
-    from corpora.chunking import ChunkerConfig, WordpieceSpans
+    from corpora.chunking import WordpieceSpans
     from indexes.bm25 import Bm25Params
     from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
 

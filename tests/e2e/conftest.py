@@ -13,20 +13,6 @@ from rag.indexing import build_from_cli
 def small_index_paths(tmp_path_factory) -> Paths:
     data = tmp_path_factory.mktemp("e2e-data")
     paths = Paths.from_env().model_copy(update={"data_dir": data})
-    summary = build_from_cli(
-        paths,
-        sources=["open-medicine"],
-        path=None,
-        options=[],
-        fetch=False,
-        name="default",
-        dense="flat",
-        lexical="bm25s",
-        max_tokens=200,
-        overlap=32,
-        limit=6,
-        skip_existing=False,
-        progress=False,
-    )
+    summary = build_from_cli(paths, sources=["open-medicine"], limit=6, progress=False)
     assert "6 documents" in summary
     return paths
