@@ -28,6 +28,7 @@ class Assembled:
     pipeline: Pipeline
     index: LoadedIndex
     profile: Profile
+    embedder: Any = None  # the query embedder, None for a BM25-only index
 
     def close(self) -> None:
         self.index.close()
@@ -101,7 +102,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
     )
     pipeline = Pipeline(retriever, reranker, generator, verifier=verifier, settings=settings)
-    return Assembled(pipeline=pipeline, index=index, profile=profile)
+    return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 
 
 def describe(assembled: Assembled) -> dict[str, Any]:

@@ -37,6 +37,19 @@ class PipelineSettings:
     reformulation: str = "none"  # "none" | "rewrite" | "hyde"
     reformulation_tokens: int = 96
     filters: Filters = field(default_factory=Filters)
+    # True: a failed generation returns the evidence labelled "degraded" (the CLI's choice).
+    # False: the GeneratorError propagates (the API maps it to 503/504).
+    degrade_on_generator_error: bool = True
+
+
+def contextual_query(question: str, history: Sequence[Message]) -> str:
+    """The text to search with: the question, after the previous user turn when there is one.
+
+    Follow-ups ("and in children?") name nothing to retrieve on; the turn before usually does.
+    Only the last earlier user turn is used, so an old topic does not keep steering retrieval.
+    """
+    earlier = [m.content.strip() for m in history if m.role == "user" and m.content.strip()]
+    return f"{earlier[-1]}\n{question}" if earlier else question
 
 
 @dataclass
@@ -79,18 +92,34 @@ class Pipeline:
         self.verifier = verifier
         self.settings = settings or PipelineSettings()
 
+    def with_settings(self, **changes: Any) -> Pipeline:
+        """The same components with some settings changed (per-request max_tokens, temperature)."""
+        return Pipeline(
+            self.retriever, self.reranker, self.generator, verifier=self.verifier,
+            settings=dataclasses.replace(self.settings, **changes),
+        )  # fmt: skip
+
     # -- evidence -------------------------------------------------------------------------------
     def evidence(
-        self, question: str, *, filters: Filters | None = None, clock: Clock | None = None
+        self,
+        question: str,
+        *,
+        filters: Filters | None = None,
+        clock: Clock | None = None,
+        history: Sequence[Message] = (),
     ) -> Evidence:
-        """Retrieve and rerank; a failing reformulation or reranker degrades, and says so."""
+        """Retrieve and rerank; a failing reformulation or reranker degrades, and says so.
+
+        ``history`` (earlier chat turns) only shapes the search text; reranking judges the
+        passages against the question itself.
+        """
         s, clock = self.settings, clock or Clock()
         usage: dict[str, int] = {}
         notes: list[str] = []
-        query = question
+        query = contextual_query(question, history)
         if s.reformulation != "none":
             try:
-                query, usage["reformulation_tokens"] = clock.run("reformulate", self._reformulate, question)
+                query, usage["reformulation_tokens"] = clock.run("reformulate", self._reformulate, query)
             except GeneratorError as exc:
                 notes.append(f"query reformulation failed ({exc}); searched with the question as asked")
         hits = clock.run("retrieve", self.retriever.retrieve, query, s.candidates, filters or s.filters)
@@ -121,9 +150,18 @@ class Pipeline:
         return text or question, used
 
     # -- free-text answers ------------------------------------------------------------------------
-    def answer(self, question: str, *, closed_book: bool = False, filters: Filters | None = None) -> Answer:
+    def answer(
+        self,
+        question: str,
+        *,
+        closed_book: bool = False,
+        filters: Filters | None = None,
+        history: Sequence[Message] = (),
+    ) -> Answer:
         """A cited answer, an abstention, a labelled closed-book answer, or a degraded evidence list."""
-        *_, final = self.stream(question, closed_book=closed_book, filters=filters, stream_tokens=False)
+        *_, final = self.stream(
+            question, closed_book=closed_book, filters=filters, history=history, stream_tokens=False
+        )
         if not isinstance(final, Answer):  # the last item of stream() is always the Answer
             raise TypeError("pipeline stream ended without an answer")
         return final
@@ -134,6 +172,7 @@ class Pipeline:
         *,
         closed_book: bool = False,
         filters: Filters | None = None,
+        history: Sequence[Message] = (),
         stream_tokens: bool = True,
     ) -> Iterator[str | Answer]:
         """Yield answer text pieces as they are generated, then the final ``Answer``.
@@ -149,7 +188,7 @@ class Pipeline:
             yield Answer(question=question, text=text.strip(), mode="closed-book", timings=clock.timings,
                          usage=usage, notes=(prompts.closed_book_label(),))  # fmt: skip
             return
-        found = self.evidence(question, filters=filters, clock=clock)
+        found = self.evidence(question, filters=filters, clock=clock, history=history)
         if not found.kept:
             abstention = self._abstain(
                 question, clock, found, f"no passage cleared the evidence threshold "
@@ -163,6 +202,8 @@ class Pipeline:
                 prompts.rag_messages(question, found.kept), clock, stream_tokens
             )
         except GeneratorError as exc:
+            if not self.settings.degrade_on_generator_error:
+                raise
             yield self._degraded(question, clock, found, str(exc))
             return
         found.usage.update(usage)
@@ -181,10 +222,22 @@ class Pipeline:
                 )
                 return generation.text, _usage(generation)
             pieces: list[str] = []
-            for piece in self.generator.stream(messages, max_tokens=s.max_tokens, temperature=s.temperature):
-                pieces.append(piece)
-                yield piece
-            return "".join(pieces), {}
+            stream = self.generator.stream(messages, max_tokens=s.max_tokens, temperature=s.temperature)
+            # A generator's stream may return its token usage (StopIteration.value); `yield from`
+            # would hide the pieces, so iterate by hand.
+            try:
+                while True:
+                    try:
+                        piece = next(stream)
+                    except StopIteration as stop:
+                        usage = stop.value if isinstance(stop.value, dict) else {}
+                        return "".join(pieces), usage
+                    pieces.append(piece)
+                    yield piece
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:  # a consumer that stops early frees the model at once
+                    close()
         finally:
             clock.timings["generate"] = clock.timings.get("generate", 0.0) + time.perf_counter() - start
 

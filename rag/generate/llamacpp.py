@@ -12,7 +12,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +164,13 @@ class LlamaCppGenerator:
         max_tokens: int,
         temperature: float = 0.0,
         stop: Sequence[str] = (),
-    ) -> Iterator[str]:
-        """Yield text pieces; stop sequences are held back by llama-cpp-python, never yielded."""
+    ) -> Generator[str, None, dict[str, int]]:
+        """Yield text pieces, then return the token usage.
+
+        Stop sequences are held back by llama-cpp-python, never yielded. Each streamed chunk but
+        the closing one is one sampled token, so counting them gives the completion tokens.
+        """
+        completion_tokens = 0
         with self._lock:
             llm = self._model()
             tokens = self._prompt(llm, messages, room=1)
@@ -173,7 +178,9 @@ class LlamaCppGenerator:
             chunks = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=True)
             try:
                 for chunk in chunks:
-                    piece = chunk["choices"][0]["text"]
+                    choice = chunk["choices"][0]
+                    completion_tokens += choice.get("finish_reason") is None  # the last carries none
+                    piece = choice["text"]
                     if deadline.expired:
                         break
                     if piece:
@@ -184,6 +191,7 @@ class LlamaCppGenerator:
                 chunks.close()  # also when the consumer stops early: frees the model for others
         if deadline.expired:
             raise self._timeout()
+        return {"prompt_tokens": len(tokens), "completion_tokens": completion_tokens}
 
     def _complete(
         self,

@@ -9,7 +9,7 @@ import pytest
 from rag.errors import GeneratorError, GeneratorTimeout, QueryError
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.rerank.identity import IdentityReranker
-from rag.types import Chunk, Generation, Hit
+from rag.types import Chunk, Generation, Hit, Message
 
 TEXTS = {
     "af#0": "The CHA2DS2-VASc score is the recommended tool for stroke risk in AF.",
@@ -230,3 +230,52 @@ def test_list_passages_are_flattened_for_the_prompt():
         "Arachnodactyly; Ectopia lentis; Tall stature"
     )
     assert flatten_lines("First sentence.\nSecond line") == "First sentence. Second line"
+
+
+class UsageReportingGenerator(FakeGenerator):
+    """Streams like llama.cpp does here: pieces, then the token usage as the return value."""
+
+    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        yield from super().stream(messages, max_tokens=max_tokens)
+        return {"prompt_tokens": 321, "completion_tokens": 7}
+
+
+def test_streamed_generation_reports_the_generators_token_usage():
+    answer = list(pipeline(UsageReportingGenerator("Use CHA2DS2-VASc [1]."))[0].stream("Which score?"))[-1]
+    assert answer.usage["prompt_tokens"] == 321 and answer.usage["completion_tokens"] == 7
+
+
+def test_follow_up_searches_with_the_previous_user_turn_but_answers_the_question():
+    gen = FakeGenerator("Use CHA2DS2-VASc [1].")
+    pipe, retriever = pipeline(gen)
+    history = [Message("user", "AF anticoagulation?"), Message("assistant", "Yes [1]."), Message("user", "")]
+    answer = pipe.answer("And in women?", history=history)
+    assert retriever.queries == ["AF anticoagulation?\nAnd in women?"]
+    assert answer.question == "And in women?"
+    assert (
+        "And in women?" in gen.calls[-1][-1].content
+        and "AF anticoagulation?" not in gen.calls[-1][-1].content
+    )
+
+
+def test_without_degradation_a_generator_error_reaches_the_caller():
+    pipe, _ = pipeline(FakeGenerator(error=GeneratorTimeout("no reply within 5 s")))
+    with pytest.raises(GeneratorTimeout):
+        pipe.with_settings(degrade_on_generator_error=False).answer("Which score?")
+    assert pipe.answer("Which score?").mode == "degraded"  # the original pipeline is unchanged
+
+
+def test_closing_a_stream_early_closes_the_generators_stream():
+    closed = []
+
+    class Tracking(FakeGenerator):
+        def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+            try:
+                yield from super().stream(messages, max_tokens=max_tokens)
+            finally:
+                closed.append(True)
+
+    stream = pipeline(Tracking("one two three four"))[0].stream("Which score?")
+    assert next(stream) == "one "
+    stream.close()
+    assert closed == [True]
