@@ -87,6 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     models.add_parser("fetch", help="download, assemble and verify the default generator (once)")
     models.add_parser("info", help="where the model files are and whether they verify")
 
+    serve = sub.add_parser("serve", help="run the HTTP API (settings from MEDCITE_* variables)")
+    serve.add_argument("--host", help="interface to listen on (default MEDCITE_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default MEDCITE_PORT or 8000)")
+    serve.add_argument("--profile", action="append", help="a profile to serve (repeatable; default: default)")
+
     sub.add_parser("profiles", help="list the packaged pipeline profiles")
     sub.add_parser("sources", help="list the corpus sources")
     return parser
@@ -216,6 +221,22 @@ def _cmd_sources(args: argparse.Namespace, paths: Paths) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace, paths: Paths) -> int:
+    # The CLI is the composition root: the one place in rag/ that reaches into api/ (lazily).
+    from api.main import serve
+    from api.settings import load_settings
+
+    overrides: dict[str, Any] = {}
+    if args.host:
+        overrides["host"] = args.host
+    if args.port:
+        overrides["port"] = args.port
+    if args.profile:
+        overrides["profiles"] = args.profile
+    serve(load_settings(**overrides))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     paths = Paths.from_env()
@@ -228,6 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "models info": _cmd_models_info,
         "profiles": _cmd_profiles,
         "sources": _cmd_sources,
+        "serve": _cmd_serve,
     }
     key = f"{args.command} {args.action}" if getattr(args, "action", None) else args.command
     try:

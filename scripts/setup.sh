@@ -52,5 +52,5 @@ else
             --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_VERSION"  # a cached wheel may be a native build
     fi
 fi
-"$VENV/bin/python" -m pip install --quiet -e ".[all,dev]"
+"$VENV/bin/python" -m pip install --quiet -e ".[all,dev,bench]"
 echo "medcite installed in $VENV"

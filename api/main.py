@@ -1,0 +1,92 @@
+"""``create_app(settings)``: the FastAPI application, built by a factory, nothing at import.
+
+The lifespan loads every served profile once (indexes, embedder, generator) before the first
+request is accepted, and closes them at shutdown. ``uvicorn --factory api.main:create_app``
+and ``medcite serve`` both end up here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from starlette.concurrency import run_in_threadpool
+
+from api import errors
+from api.middleware import BodyLimit, RequestContext
+from api.routes import chat, health, retrieve
+from api.settings import ApiSettings, load_settings
+from api.state import Assembler, load_state
+
+
+def serve(settings: ApiSettings) -> None:
+    """Run the app under uvicorn until interrupted (``medcite serve``)."""
+    import logging
+
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(settings)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+
+
+def create_app(settings: ApiSettings | None = None, *, assembler: Assembler | None = None) -> FastAPI:
+    """The app for ``settings`` (default: ``MEDCITE_*``); ``assembler`` replaces model loading in tests."""
+    settings = settings or load_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = await run_in_threadpool(load_state, settings, assembler)
+        app.state.medcite = state
+        try:
+            yield
+        finally:
+            app.state.medcite = None
+            state.close()
+
+    app = FastAPI(
+        title="medcite",
+        summary="Cited answers to clinical questions; OpenAI-compatible chat, retrieval, health.",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url="/docs" if settings.env == "development" else None,
+        redoc_url=None,
+    )
+    app.state.medcite = None
+    errors.install(app)
+    app.include_router(health.router)
+    app.include_router(retrieve.router)
+    app.include_router(chat.router)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+        )
+    _document_limits(app, settings)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContext)  # outermost: every response, even a 413, gets an id
+    return app
+
+
+def _document_limits(app: FastAPI, settings: ApiSettings) -> None:
+    """Serve a schema that states this server's limits, so clients and contract tests see them."""
+    from typing import Any
+
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+            retrieve = schema["components"]["schemas"]["RetrieveRequest"]["properties"]
+            retrieve["k"]["maximum"] = settings.max_k
+            retrieve["query"]["maxLength"] = settings.max_question_chars
+            chat = schema["components"]["schemas"]["ChatRequest"]["properties"]
+            chat["messages"]["maxItems"] = settings.max_messages
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

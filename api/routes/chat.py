@@ -1,0 +1,164 @@
+"""``POST /v1/chat/completions``: OpenAI-compatible answers with citations, streamed or not.
+
+The latest user turn is the question; the turn before it shapes the search (follow-ups); the
+client's system messages are not passed to the model (medcite's own instructions govern
+citation and abstention). Every request takes a generation slot first (429 when the queue is
+full). A stream starts only once the first piece of the answer exists, so failures before it
+(unknown model, bad query, generator down) get their proper HTTP status; failures after it
+arrive as an OpenAI-style ``error`` event before ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from api.completions import AbstainHoldBack, ChunkWriter, completion_body
+from api.deps import StateDep, require_key
+from api.errors import ApiError, classify, public_message, request_id_of
+from api.gate import Slot
+from api.runner import ClientGone, PipelineRun
+from api.schemas import ChatMessageIn, ChatRequest, ErrorBody
+from api.settings import ApiSettings
+from rag.generate.prompts import abstain_token
+from rag.types import Answer, Filters, Message
+
+router = APIRouter()
+log = logging.getLogger("medcite.api")
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503, 504)
+}
+
+
+def split_turns(messages: list[ChatMessageIn], limits: ApiSettings) -> tuple[str, list[Message]]:
+    """The question (last message, from the user) and the earlier user/assistant turns."""
+    if len(messages) > limits.max_messages:
+        raise ApiError(
+            413, f"{len(messages)} messages is over the limit of {limits.max_messages}", "request_too_large"
+        )
+    if messages[-1].role != "user":
+        raise ApiError(400, "the last message must be the user's question", "invalid_request_error", {})
+    question = messages[-1].text()
+    if len(question) > limits.max_question_chars:
+        raise ApiError(
+            413, f"the question has {len(question)} characters, over the limit of "
+            f"{limits.max_question_chars}", "request_too_large",
+        )  # fmt: skip
+    history = [Message(m.role, m.text()) for m in messages[:-1] if m.role in {"user", "assistant"}]
+    return question, history
+
+
+def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSettings) -> dict[str, Any]:
+    max_tokens = body.max_completion_tokens or body.max_tokens or default_tokens
+    if max_tokens > limits.max_tokens:
+        raise ApiError(
+            400, f"max_tokens={max_tokens} is over this server's limit of {limits.max_tokens}",
+            "invalid_request_error",
+        )  # fmt: skip
+    changes: dict[str, Any] = {"max_tokens": max_tokens}
+    if body.temperature is not None:
+        changes["temperature"] = body.temperature
+    return changes
+
+
+@router.post("/v1/chat/completions", dependencies=[Depends(require_key)], responses=ERRORS, tags=["openai"])
+async def chat_completions(body: ChatRequest, request: Request, state: StateDep) -> Response:
+    served = state.get(body.model)
+    question, history = split_turns(body.messages, state.settings)
+    changes = generation_limits(body, served.assembled.pipeline.settings.max_tokens, state.settings)
+    pipeline = served.assembled.pipeline.with_settings(**changes)
+    filters = body.filters.to_filters() if body.filters else Filters()
+    if state.settings.log_questions:
+        log.info("request %s question: %s", request_id_of(request), question)
+
+    slot = await state.gate.acquire()
+    run = PipelineRun(
+        lambda: pipeline.stream(
+            question, closed_book=body.closed_book, filters=filters or None, history=history
+        )
+    )
+    handed_over = False
+    try:
+        run.start()
+        if body.stream:
+            first = await run.next(request)
+            handed_over = True
+            return StreamingResponse(
+                _events(run, slot, first, served.name, changes["max_tokens"], body, request_id_of(request)),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+        answer = await _collect(run, request)
+        return JSONResponse(completion_body(answer, model=served.name, max_tokens=changes["max_tokens"]))
+    except ClientGone:
+        return Response(status_code=499)  # nobody is listening; the status only reaches the log
+    finally:
+        if not handed_over:
+            run.cancel.set()
+            run.when_done(slot.release)
+
+
+async def _collect(run: PipelineRun, request: Request) -> Answer:
+    answer: Answer | None = None
+    while True:
+        kind, value = await run.next(request)
+        if kind == "end":
+            break
+        if isinstance(value, Answer):
+            answer = value
+    if answer is None:
+        raise ApiError(500, "the pipeline ended without an answer", "server_error")
+    return answer
+
+
+async def _events(
+    run: PipelineRun,
+    slot: Slot,
+    first: tuple[str, Any],
+    model: str,
+    max_tokens: int,
+    body: ChatRequest,
+    request_id: str,
+) -> AsyncIterator[str]:
+    """The SSE stream: role, text pieces, the final chunk with citations, usage, [DONE].
+
+    On a client disconnect Starlette cancels this generator; ``finally`` then tells the worker
+    to stop and frees the generation slot once the worker has let go of the model.
+    """
+    writer = ChunkWriter(model)
+    holdback = AbstainHoldBack(abstain_token())
+    answer: Answer | None = None
+    try:
+        yield writer.role()
+        kind, value = first
+        while kind != "end":
+            if isinstance(value, Answer):
+                answer = value
+            else:
+                text = holdback.feed(value)
+                if text:
+                    yield writer.content(text)
+            kind, value = await run.next()
+        if answer is None:
+            raise ApiError(500, "the pipeline ended without an answer", "server_error")
+        rest = holdback.finish(answer)
+        if rest:
+            yield writer.content(rest)
+        yield writer.final(answer, max_tokens)
+        if body.stream_options and body.stream_options.include_usage:
+            yield writer.usage(answer)
+        yield writer.done()
+    except Exception as exc:  # noqa: BLE001  (after the 200 went out, errors travel in the stream)
+        status, kind_name, _ = classify(exc)
+        if status >= 500:
+            log.warning("request %s: stream failed: %s: %s", request_id, type(exc).__name__, exc)
+        yield writer.error(public_message(exc, request_id), kind_name)
+        yield writer.done()
+    finally:
+        run.cancel.set()
+        run.when_done(slot.release)

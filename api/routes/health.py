@@ -1,0 +1,36 @@
+"""Liveness, readiness and the model list (served pipeline profiles)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from api.deps import StateDep, require_key
+from api.schemas import Health, ModelList, ModelOut, Ready
+
+router = APIRouter()
+
+
+@router.get("/health", response_model=Health, tags=["health"])
+def health() -> Health:
+    """The process is up and answering (says nothing about indexes or models)."""
+    return Health()
+
+
+@router.get("/ready", response_model=Ready, responses={503: {"model": Ready}}, tags=["health"])
+def ready(state: StateDep) -> JSONResponse:
+    """Indexes loaded and still complete on disk; a manifest summary per served profile."""
+    ok, profiles = state.readiness()
+    body = Ready(status="ready" if ok else "not ready", profiles=profiles, queue=state.gate.snapshot())
+    return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
+
+
+@router.get("/v1/models", response_model=ModelList, dependencies=[Depends(require_key)], tags=["openai"])
+def models(state: StateDep) -> ModelList:
+    """The pipeline profiles this server answers with; pass one as ``model``."""
+    return ModelList(
+        data=[
+            ModelOut(id=name, created=int(state.started), description=s.assembled.profile.description)
+            for name, s in state.served.items()
+        ]
+    )

@@ -1,0 +1,113 @@
+"""Server settings from ``MEDCITE_*`` environment variables, validated before anything loads.
+
+Unsafe combinations are refused at start-up rather than discovered in production: outside
+``MEDCITE_ENV=development`` the server will not start without API keys, and keys shorter than
+16 characters are rejected. CORS is closed unless origins are listed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from rag.config import Paths
+from rag.errors import ConfigError
+from rag.retrieve.query import MAX_QUERY_CHARS
+
+MIN_KEY_CHARS = 16
+
+
+def _split_commas(value: object) -> object:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class ApiSettings(BaseSettings):
+    """Everything ``medcite serve`` reads from the environment (prefix ``MEDCITE_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="MEDCITE_", extra="ignore", frozen=True)
+
+    env: Literal["development", "production"] = "production"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+
+    # What to serve: pipeline profiles (the OpenAI "model" names), their index and generator.
+    profiles: Annotated[list[str], NoDecode] = ["default"]
+    index: str | None = None  # overrides every profile's index name
+    data_dir: Path = Path("data")
+    model_dir: Path = Path("~/.cache/medcite/models")
+    generator_backend: Literal["llama-cpp", "openai"] | None = None  # overrides the profiles'
+    generator_url: str | None = None  # e.g. http://llm:8080/v1 for the openai backend
+    generator_model: str | None = None
+    generator_timeout_s: float | None = Field(default=None, gt=0)
+
+    # Access.
+    api_keys: Annotated[list[str], NoDecode] = []
+    cors_origins: Annotated[list[str], NoDecode] = []
+
+    # Limits.
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    max_question_chars: int = Field(default=MAX_QUERY_CHARS, ge=16, le=MAX_QUERY_CHARS)
+    max_messages: int = Field(default=32, ge=1)
+    max_k: int = Field(default=50, ge=1, le=1000)
+    max_tokens: int = Field(default=1024, ge=1)
+
+    # Generation queue: the local model runs one request at a time.
+    generation_concurrency: int = Field(default=1, ge=1)
+    queue_limit: int = Field(default=4, ge=0)  # requests allowed to wait; one more gets 429
+    queue_timeout_s: float = Field(default=300.0, gt=0)  # waited longer: 503 with Retry-After
+    retry_after_s: int = Field(default=30, ge=1)
+
+    log_questions: bool = False  # questions may carry patient data
+
+    @field_validator("profiles", "api_keys", "cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _split_commas(value)
+
+    @model_validator(mode="after")
+    def _safe(self) -> ApiSettings:
+        if not self.profiles:
+            raise ValueError("MEDCITE_PROFILES names no profile; e.g. MEDCITE_PROFILES=default")
+        if self.env != "development" and not self.api_keys:
+            raise ValueError(
+                "MEDCITE_API_KEYS is empty: set one or more comma-separated keys, or "
+                "MEDCITE_ENV=development to run without authentication on a trusted machine"
+            )
+        short = [k for k in self.api_keys if len(k) < MIN_KEY_CHARS]
+        if short:
+            raise ValueError(
+                f"API keys must be at least {MIN_KEY_CHARS} characters; {len(short)} are shorter"
+            )
+        if self.generator_backend == "openai" and not self.generator_url:
+            raise ValueError("MEDCITE_GENERATOR_BACKEND=openai needs MEDCITE_GENERATOR_URL")
+        return self
+
+    @property
+    def auth_required(self) -> bool:
+        return bool(self.api_keys)
+
+    def paths(self) -> Paths:
+        base = Paths.from_env()
+        return Paths(
+            data_dir=self.data_dir.expanduser(),
+            source_data=base.source_data,
+            model_dir=self.model_dir.expanduser(),
+        )
+
+
+def load_settings(**overrides: object) -> ApiSettings:
+    """Settings from the environment plus explicit overrides; ConfigError names each problem."""
+    try:
+        return ApiSettings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"MEDCITE_{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: "
+            f"{err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"invalid server settings: {problems}") from exc

@@ -1,0 +1,147 @@
+"""What the server holds while it runs: one assembled pipeline per served profile.
+
+Built once by the app's lifespan (never at import). Profiles that name the same generator
+share one instance, so two profiles do not load the 1 GB local model twice; retrievers for the
+modes a ``/v1/retrieve`` call may ask for are made on first use and kept.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.gate import GenerationGate
+from api.settings import ApiSettings
+from indexes.manifest import read_manifest, verify_files
+from rag.assemble import Assembled, assemble, describe, make_generator
+from rag.errors import ConfigError, MedciteError
+from rag.indexing import make_retriever
+from rag.profile import Profile, load_profile
+from rag.protocols import Generator, Retriever
+
+Assembler = Callable[[Profile], Assembled]
+
+
+@dataclass
+class Served:
+    """One profile as served: its pipeline, plus retrievers per mode for /v1/retrieve."""
+
+    assembled: Assembled
+    retrievers: dict[str, Retriever] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.assembled.profile.name
+
+    def retriever(self, mode: str | None) -> Retriever:
+        profile_mode = self.assembled.profile.retrieval.mode
+        mode = mode or profile_mode
+        if mode == profile_mode:
+            return self.assembled.pipeline.retriever
+        with self.lock:
+            if mode not in self.retrievers:
+                r = self.assembled.profile.retrieval
+                self.retrievers[mode] = make_retriever(
+                    self.assembled.index, self.assembled.embedder, mode,
+                    fusion=r.fusion, rrf_k=r.rrf_k, weights=r.weights, candidates=r.candidates,
+                )  # fmt: skip
+            return self.retrievers[mode]
+
+
+@dataclass
+class ServerState:
+    settings: ApiSettings
+    served: dict[str, Served]
+    gate: GenerationGate
+    started: float = field(default_factory=time.time)
+
+    def get(self, model: str | None) -> Served:
+        """The served profile named ``model``; the first profile when ``model`` is empty."""
+        if not model:
+            return next(iter(self.served.values()))
+        try:
+            return self.served[model]
+        except KeyError:
+            raise UnknownModelError(
+                f"model {model!r} is not served here; GET /v1/models lists {sorted(self.served)}"
+            ) from None
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Whether every served index is still complete on disk, with a manifest summary each."""
+        report: dict[str, Any] = {}
+        ready = True
+        for name, served in self.served.items():
+            entry = describe(served.assembled)
+            try:
+                folder = served.assembled.index.folder
+                verify_files(folder, read_manifest(folder), checksums=False)
+                entry["status"] = "ready"
+            except MedciteError as exc:
+                ready = False
+                entry["status"] = f"index problem: {exc}"
+            report[name] = entry
+        return ready, report
+
+    def close(self) -> None:
+        for served in self.served.values():
+            served.assembled.close()
+
+
+class UnknownModelError(ConfigError):
+    """The request names a profile this server does not serve."""
+
+
+def profile_for(settings: ApiSettings, name: str) -> Profile:
+    """A packaged profile with the server's index and generator overrides applied."""
+    profile = load_profile(name)
+    changes: dict[str, Any] = {}
+    if settings.index:
+        changes["index"] = settings.index
+    generator: dict[str, Any] = {}
+    if settings.generator_backend:
+        generator["backend"] = settings.generator_backend
+    if settings.generator_url:
+        generator["base_url"] = settings.generator_url
+    if settings.generator_model:
+        generator["model"] = settings.generator_model
+    if settings.generator_timeout_s:
+        generator["timeout_s"] = settings.generator_timeout_s
+    if generator:
+        changes["generator"] = profile.generator.model_copy(update=generator)
+    return profile.model_copy(update=changes)
+
+
+def load_state(settings: ApiSettings, assembler: Assembler | None = None) -> ServerState:
+    """Assemble every served profile (slow: loads indexes, the embedder and the generator)."""
+    paths = settings.paths()
+    generators: dict[str, Generator] = {}
+
+    def default_assembler(profile: Profile) -> Assembled:
+        key = profile.generator.model_dump_json()
+        if key not in generators:
+            generators[key] = make_generator(profile.generator, paths)
+            loader = getattr(generators[key], "load", None)
+            if loader is not None:  # load the local model now, not on the first request
+                loader()
+        return assemble(profile, paths, generator=generators[key])
+
+    build = assembler or default_assembler
+    served: dict[str, Served] = {}
+    try:
+        for name in settings.profiles:
+            assembled = build(profile_for(settings, name))
+            assembled.pipeline = assembled.pipeline.with_settings(degrade_on_generator_error=False)
+            served[assembled.profile.name] = Served(assembled)
+    except BaseException:
+        for s in served.values():
+            s.assembled.close()
+        raise
+    limits = settings
+    gate = GenerationGate(
+        limits.generation_concurrency, limits.queue_limit, limits.queue_timeout_s, limits.retry_after_s
+    )
+    return ServerState(settings=settings, served=served, gate=gate)

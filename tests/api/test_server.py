@@ -1,0 +1,266 @@
+"""The HTTP API over a live uvicorn server, called with the official openai client and httpx."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+from api.settings import ApiSettings
+from indexes.store import load_index
+from rag.indexing import retrieve
+from rag.types import Filters
+from tests.api.support import KEY, ScriptedGenerator, live_server, scripted_assembler
+
+QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
+REPLY = "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation [1]."
+
+
+def settings(**changes) -> ApiSettings:
+    base = {"env": "production", "api_keys": [KEY], "profiles": ["fast"], "max_body_bytes": 8192,
+            "max_question_chars": 500, "max_k": 20, "max_tokens": 300, "queue_limit": 1}  # fmt: skip
+    return ApiSettings(**{**base, **changes})
+
+
+@pytest.fixture(scope="module")
+def server(bm25_paths):
+    generator = ScriptedGenerator(REPLY)
+    with live_server(settings(), scripted_assembler(bm25_paths, generator)) as (url, app):
+        yield url, generator, app
+
+
+def client(url: str, key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def resolve(citation: dict, index_folder) -> None:
+    """A citation resolves when its quote is exactly the indexed chunk's text and span."""
+    index = load_index(index_folder)
+    try:
+        row = next(
+            i for i in range(len(index.chunks)) if index.chunks.get(i).chunk_id == citation["chunk_id"]
+        )
+        chunk = index.chunks.get(row)
+    finally:
+        index.close()
+    assert chunk.text == citation["quote"]
+    assert (chunk.start, chunk.end, chunk.doc_id) == (citation["start"], citation["end"], citation["doc_id"])
+    assert citation["end"] - citation["start"] == len(citation["quote"])
+
+
+def test_chat_completion_carries_citations_that_resolve(server, bm25_paths):
+    url, _, _ = server
+    result = client(url).chat.completions.create(
+        model="fast", messages=[{"role": "user", "content": QUESTION}], max_tokens=64
+    )
+    assert result.object == "chat.completion"
+    assert result.choices[0].message.content == REPLY
+    assert result.choices[0].finish_reason == "stop"
+    assert result.usage.completion_tokens == len(REPLY.split(" "))
+    extra = result.model_extra
+    assert extra["medcite"]["mode"] == "rag"
+    assert [c["marker"] for c in extra["citations"]] == [1]
+    assert extra["citations"][0]["chunk_id"] == extra["evidence"][0]["chunk_id"]
+    resolve(extra["citations"][0], bm25_paths.indexes_dir / "default")
+
+
+def test_streamed_completion_ends_with_citations_then_done(server, bm25_paths):
+    url, _, _ = server
+    stream = client(url).chat.completions.create(
+        model="fast", messages=[{"role": "user", "content": QUESTION}], stream=True,
+        stream_options={"include_usage": True},
+    )  # fmt: skip
+    chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == REPLY
+    final = [c for c in chunks if c.model_extra.get("citations") is not None]
+    assert len(final) == 1 and final[0].choices[0].finish_reason == "stop"
+    resolve(final[0].model_extra["citations"][0], bm25_paths.indexes_dir / "default")
+    assert chunks[-1].usage.completion_tokens == len(REPLY.split(" "))
+    # On the wire: the citations chunk, then the usage chunk, then [DONE] closes the stream.
+    body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+    raw = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
+    events = [line[len("data: ") :] for line in raw.text.splitlines() if line.startswith("data: ")]
+    assert raw.headers["content-type"].startswith("text/event-stream")
+    assert events[-1] == "[DONE]" and "citations" in json.loads(events[-2])
+
+
+def test_follow_up_turn_searches_with_the_previous_question(server):
+    url, _, app = server
+    retriever = app.state.medcite.get("fast").assembled.pipeline.retriever
+    messages = [
+        {"role": "user", "content": "How is atrial fibrillation anticoagulation decided?"},
+        {"role": "assistant", "content": "With the CHA2DS2-VASc score [1]."},
+        {"role": "user", "content": "And what about bleeding risk?"},
+    ]
+    client(url).chat.completions.create(model="fast", messages=messages)
+    assert (
+        retriever.queries[-1]
+        == "How is atrial fibrillation anticoagulation decided?\nAnd what about bleeding risk?"
+    )
+
+
+def test_retrieve_returns_ranked_chunks_with_provenance(server, bm25_paths):
+    url, _, _ = server
+    response = httpx.post(
+        f"{url}/v1/retrieve", json={"query": "anticoagulation atrial fibrillation", "k": 3, "mode": "bm25"},
+        headers={"Authorization": f"Bearer {KEY}"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    data = response.json()["data"]
+    assert [h["rank"] for h in data] == [1, 2, 3]
+    assert data[0]["score"] >= data[1]["score"] >= data[2]["score"]
+    assert all(h["url"] and h["license"] and h["end"] - h["start"] == len(h["text"]) for h in data)
+    assert "anticoagulation" in data[0]["text"].lower()
+    direct = retrieve(
+        bm25_paths, "default", "anticoagulation atrial fibrillation", k=3, mode="bm25", filters=Filters()
+    )
+    assert [h["chunk_id"] for h in data] == [h.chunk.chunk_id for h in direct]
+
+
+def test_models_lists_served_profiles_and_health_needs_no_key(server):
+    url, _, _ = server
+    assert [m.id for m in client(url).models.list().data] == ["fast"]
+    assert httpx.get(f"{url}/health").json() == {"status": "ok"}
+    ready = httpx.get(f"{url}/ready").json()
+    assert ready["status"] == "ready" and ready["profiles"]["fast"]["chunks"] > 0
+
+
+def test_missing_or_wrong_key_is_refused(server):
+    url, _, _ = server
+    with pytest.raises(openai.AuthenticationError):
+        client(url, key="wrong-key-0123456789abcdef").models.list()
+    response = httpx.post(f"{url}/v1/retrieve", json={"query": "af"})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert response.json()["error"]["type"] == "invalid_api_key"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "kind"),
+    [
+        ({"model": "fast", "messages": [{"role": "user", "content": "x" * 9000}]}, 413, "request_too_large"),
+        ({"model": "fast", "messages": [{"role": "user", "content": "q" * 600}]}, 413, "request_too_large"),
+        ({"model": "fast", "messages": []}, 422, "invalid_request_error"),
+        ({"model": "fast", "messages": [{"role": "wizard", "content": "hi"}]}, 422, "invalid_request_error"),
+        ({"model": "fast", "messages": [{"role": "assistant", "content": "hi"}]}, 400,
+         "invalid_request_error"),
+        ({"model": "nope", "messages": [{"role": "user", "content": QUESTION}]}, 404, "model_not_found"),
+        ({"model": "fast", "messages": [{"role": "user", "content": "?!"}]}, 400, "invalid_request_error"),
+        ({"model": "fast", "max_tokens": 5000, "messages": [{"role": "user", "content": "q"}]}, 400,
+         "invalid_request_error"),
+    ],
+)  # fmt: skip
+def test_bad_chat_requests_get_openai_style_errors(server, body, status, kind):
+    url, _, _ = server
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["type"] == kind and error["message"]
+    assert "Traceback" not in response.text and response.headers["x-request-id"]
+
+
+def test_malformed_json_and_bad_retrieval_parameters(server):
+    url, _, _ = server
+    auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+    assert httpx.post(f"{url}/v1/chat/completions", content=b"{not json", headers=auth).status_code == 400
+    assert httpx.post(f"{url}/v1/retrieve", json={"query": "af", "k": 21}, headers=auth).status_code == 400
+    assert httpx.post(f"{url}/v1/retrieve", json={"query": "af", "kk": 1}, headers=auth).status_code == 422
+    dense = httpx.post(f"{url}/v1/retrieve", json={"query": "af", "mode": "dense"}, headers=auth)
+    assert dense.status_code == 400 and "--mode bm25" in dense.json()["error"]["message"]
+
+
+def test_full_queue_answers_429_with_retry_after_and_recovers(server):
+    url, generator, _ = server
+    generator.gate = threading.Event()  # hold the model busy
+    body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}]}
+    auth = {"Authorization": f"Bearer {KEY}"}
+    results: list[int] = []
+
+    def call() -> None:
+        results.append(
+            httpx.post(f"{url}/v1/chat/completions", json=body, headers=auth, timeout=30).status_code
+        )
+
+    running, waiting = threading.Thread(target=call), threading.Thread(target=call)
+    try:
+        running.start()
+        time.sleep(0.5)
+        waiting.start()  # queue_limit=1: this one waits
+        time.sleep(0.5)
+        refused = httpx.post(f"{url}/v1/chat/completions", json=body, headers=auth)
+        assert refused.status_code == 429
+        assert int(refused.headers["retry-after"]) > 0
+        assert refused.json()["error"]["type"] == "rate_limit_exceeded"
+        # Retrieval does not queue behind generation.
+        assert httpx.post(f"{url}/v1/retrieve", json={"query": "af"}, headers=auth).status_code == 200
+    finally:
+        generator.gate.set()
+        running.join(30)
+        waiting.join(30)
+        generator.gate = None
+    assert results == [200, 200]
+
+
+def test_generator_timeout_is_504_before_streaming_and_an_error_event_after(server):
+    url, generator, _ = server
+    messages = [{"role": "user", "content": QUESTION}]
+    generator.timeout_after = 0
+    try:
+        with pytest.raises(openai.APIStatusError) as caught:
+            client(url).chat.completions.create(model="fast", messages=messages)
+        assert caught.value.status_code == 504
+        assert caught.value.body["type"] == "timeout"
+        generator.timeout_after = 3  # three pieces stream, then the generator times out
+        stream = client(url).chat.completions.create(model="fast", messages=messages, stream=True)
+        received = []
+        with pytest.raises(openai.APIError, match="longer than"):
+            for chunk in stream:
+                received.append(chunk.choices[0].delta.content or "")
+        assert "".join(received) == " ".join(REPLY.split(" ")[:3])
+    finally:
+        generator.timeout_after = None
+    # The model slot was released: the next request is answered.
+    assert client(url).chat.completions.create(model="fast", messages=messages).choices[0].message.content
+
+
+def test_client_disconnect_stops_generation_and_frees_the_model(server):
+    url, generator, app = server
+    generator.delay_s = 0.2  # 11 words: about 2 s to stream in full
+    body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+    try:
+        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body,
+                          headers={"Authorization": f"Bearer {KEY}"}) as response:  # fmt: skip
+            lines = response.iter_lines()
+            next(line for line in lines if '"content": "The"' in line)
+        deadline = time.monotonic() + 10
+        while not generator.streams[-1]["closed_early"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        record = generator.streams[-1]
+        assert record["closed_early"] and not record["finished"]
+        assert record["pieces"] < len(REPLY.split(" "))
+        while app.state.medcite.gate.running and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert app.state.medcite.gate.snapshot()["running"] == 0
+    finally:
+        generator.delay_s = 0.0
+
+
+def test_abstention_token_never_reaches_a_streaming_client(bm25_paths):
+    generator = ScriptedGenerator("INSUFFICIENT the passages do not say")
+    with live_server(settings(env="development", api_keys=[]), scripted_assembler(bm25_paths, generator)) as (
+        url,
+        _,
+    ):
+        stream = client(url, key="unused").chat.completions.create(
+            model="fast", messages=[{"role": "user", "content": QUESTION}], stream=True
+        )
+        chunks = list(stream)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "INSUFFICIENT" not in text and "do not" in text.lower()
+    final = next(c for c in chunks if c.model_extra.get("medcite"))
+    assert final.model_extra["medcite"]["mode"] == "abstained" and final.model_extra["citations"] == []

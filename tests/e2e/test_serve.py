@@ -1,0 +1,86 @@
+"""`medcite serve` as a real process with the real embedder and the local generator, called with
+the official openai client: a cited answer, streamed and not, whose citations resolve."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import openai
+import pytest
+
+from indexes.store import load_index
+
+pytestmark = pytest.mark.e2e
+KEY = "e2e-key-0123456789abcdef"
+QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(small_index_paths):
+    port = free_port()
+    env = {**os.environ, "MEDCITE_DATA_DIR": str(small_index_paths.data_dir), "MEDCITE_API_KEYS": KEY,
+           "MEDCITE_PROFILES": "fast", "MEDCITE_ENV": "production"}  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rag.cli", "serve", "--port", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"medcite serve exited: {process.stdout.read() if process.stdout else ''}")
+        try:
+            if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail("medcite serve did not become ready in 180 s")
+        time.sleep(0.5)
+    yield url
+    process.send_signal(signal.SIGTERM)
+    # uvicorn shuts down gracefully, then re-raises the signal it caught: -SIGTERM is a clean exit.
+    assert process.wait(timeout=60) in (0, -signal.SIGTERM)
+    log = process.stdout.read() if process.stdout else ""
+    assert "Application shutdown complete" in log
+    assert QUESTION not in log  # questions are not logged by default
+
+
+def test_cited_answers_from_the_local_model_streamed_and_not(served, small_index_paths):
+    client = openai.OpenAI(base_url=f"{served}/v1", api_key=KEY, max_retries=0, timeout=300)
+    messages = [{"role": "user", "content": QUESTION}]
+    result = client.chat.completions.create(model="fast", messages=messages, max_tokens=60)
+    text = result.choices[0].message.content
+    citations = result.model_extra["citations"]
+    assert "CHA2DS2-VASc" in text and citations, text
+    assert result.usage.prompt_tokens > 100 and 0 < result.usage.completion_tokens <= 60
+
+    stream = client.chat.completions.create(model="fast", messages=messages, max_tokens=60, stream=True)
+    chunks = list(stream)
+    streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    final = next(c.model_extra for c in chunks if c.model_extra.get("citations") is not None)
+    assert streamed == text  # greedy decoding: the same answer both ways
+    assert [c["chunk_id"] for c in final["citations"]] == [c["chunk_id"] for c in citations]
+
+    index = load_index(small_index_paths.indexes_dir / "default")
+    try:
+        by_id = {index.chunks.get(i).chunk_id: index.chunks.get(i) for i in range(len(index.chunks))}
+    finally:
+        index.close()
+    for citation in citations:
+        chunk = by_id[citation["chunk_id"]]
+        assert f"[{citation['marker']}]" in text
+        assert (chunk.text, chunk.start, chunk.end) == (citation["quote"], citation["start"], citation["end"])
