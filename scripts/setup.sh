@@ -5,6 +5,7 @@
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
+EXTRAS=${EXTRAS:-all,dev,bench}  # the Docker image installs only "all"
 
 "$PYTHON" - <<'PY'
 import sys
@@ -52,5 +53,5 @@ else
             --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_VERSION"  # a cached wheel may be a native build
     fi
 fi
-"$VENV/bin/python" -m pip install --quiet -e ".[all,dev,bench]"
+"$VENV/bin/python" -m pip install --quiet -e ".[$EXTRAS]"
 echo "medcite installed in $VENV"

@@ -1,0 +1,68 @@
+"""docker-compose.yml stays consistent with the code: it validates, and every setting it passes
+is one the server reads."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from api.settings import ApiSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+PATH_VARIABLES = {"MEDCITE_DATA_DIR", "MEDCITE_MODEL_DIR", "MEDCITE_SOURCE_DATA"}  # rag.config.Paths
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_api_service_uses_only_settings_the_server_reads_and_checks_ready():
+    services = compose()["services"]
+    assert set(services) == {"indexer", "llm", "api"}
+    api = services["api"]
+    names = {f"MEDCITE_{field.upper()}" for field in ApiSettings.model_fields} | PATH_VARIABLES
+    passed = {k for k in api["environment"] if k.startswith("MEDCITE_")}
+    assert passed <= names, passed - names
+    assert "/ready" in " ".join(api["healthcheck"]["test"])
+    assert api["depends_on"]["llm"]["condition"] == "service_healthy"
+    assert "medcite-data:/data" in api["volumes"] and any(v.startswith("medcite-models:") for v in api["volumes"])
+    assert api["environment"]["MEDCITE_GENERATOR_URL"].startswith("http://llm:")
+
+
+def test_llm_service_serves_the_file_models_fetch_assembles():
+    from rag.generate.models import DEFAULT_GENERATOR
+
+    assert f"/models/{DEFAULT_GENERATOR.filename}" in compose()["services"]["llm"]["command"]
+
+
+def test_dockerfile_installs_the_project_and_fetches_the_models():
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "scripts/setup.sh" in dockerfile and "medcite models fetch" in dockerfile
+    assert "/ready" in dockerfile and "USER medcite" in dockerfile
+
+
+def _compose_command() -> list[str] | None:
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if shutil.which("docker"):
+        probe = subprocess.run(["docker", "compose", "version"], capture_output=True, check=False)
+        if probe.returncode == 0:
+            return ["docker", "compose"]
+    return None
+
+
+def test_docker_compose_config_validates():
+    command = _compose_command()
+    if command is None:
+        pytest.skip("neither docker-compose nor the docker compose plugin is installed (.ci/run installs it)")
+    env = {**os.environ, "MEDCITE_API_KEYS": "compose-check-key-0123456789"}
+    result = subprocess.run([*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    env.pop("MEDCITE_API_KEYS")
+    refused = subprocess.run([*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert refused.returncode != 0 and "MEDCITE_API_KEYS" in refused.stderr
