@@ -105,9 +105,9 @@ def load_settings(**overrides: object) -> ApiSettings:
     try:
         return ApiSettings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = "; ".join(
-            f"MEDCITE_{'.'.join(str(p) for p in err['loc']).upper() or 'SETTINGS'}: "
-            f"{err['msg'].removeprefix('Value error, ')}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"invalid server settings: {problems}") from exc
+        problems = []
+        for err in exc.errors():
+            where = "_".join(str(p) for p in err["loc"]).upper()
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(f"MEDCITE_{where}: {message}" if where else message)
+        raise ConfigError(f"invalid server settings: {'; '.join(problems)}") from exc
