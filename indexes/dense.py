@@ -80,6 +80,10 @@ class DenseIndex:
     def dim(self) -> int:
         return int(self._index.d)
 
+    def reconstruct(self, start: int, n: int) -> np.ndarray:
+        """The stored vectors of rows ``start .. start+n`` (to reuse them in another index)."""
+        return np.asarray(self._index.reconstruct_n(start, n), dtype=np.float32)
+
     def search(
         self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:

@@ -1,21 +1,25 @@
-"""Content-addressed embedding cache: what makes a killed index build resume, not restart.
+"""Content-addressed embedding cache: a killed build resumes, and corpora share their vectors.
 
-Texts are embedded in fixed-size batches; each batch's vectors are saved as
-``<cache>/<embedder sha256[:16]>/<sha256 of the batch texts>.npy`` (written to a temporary
-name, then renamed). A rebuild of the same corpus finds every finished batch on disk and only
-embeds the rest. Plain ``.npy`` with ``allow_pickle=False``; a damaged file is re-embedded.
+Each text's vector is stored under the sha256 of the text, per embedder
+(``<cache>/<embedder sha256[:16]>/vectors.sqlite``: key -> float32 bytes; no pickle). A build
+looks every text up first and embeds only the missing ones, in length-sorted batches committed
+one by one, so a killed build loses at most one batch, and an index of sources A + B reuses
+what indexes of A and of B already embedded. ``seed_from_index`` fills the cache from an
+already built index, so its vectors need not be computed again.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
+
+LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...), under sqlite's variable limit
 
 
 class Embedder(Protocol):
@@ -28,21 +32,53 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def _batch_key(texts: Sequence[str]) -> str:
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(text.encode("utf-8") + b"\0")
-    return digest.hexdigest()
+def text_key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
 
 
-def _load(path: Path, rows: int, dim: int) -> np.ndarray | None:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
-        return None
-    if array.shape != (rows, dim) or array.dtype != np.float32:
-        return None
-    return array
+class VectorStore:
+    """Vectors by text key in one sqlite file; rows of the wrong size are treated as missing."""
+
+    def __init__(self, path: Path, dim: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.dim = dim
+        self._db = sqlite3.connect(path)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
+        self._db.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        width = self.dim * 4
+        for start in range(0, len(keys), LOOKUP_CHUNK):
+            chunk = list(keys[start : start + LOOKUP_CHUNK])
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._db.execute(
+                f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk
+            ):
+                if len(blob) == width:  # a damaged row is re-embedded
+                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
+        rows = (
+            (k, np.ascontiguousarray(v, dtype=np.float32).tobytes())
+            for k, v in zip(keys, vectors, strict=True)
+        )
+        self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)
+        self._db.commit()  # one batch at a time: a kill loses at most the batch in flight
+
+
+def store_for(embedder: Embedder, cache_dir: Path) -> VectorStore:
+    return VectorStore(cache_dir / embedder.weights_sha256[:16] / "vectors.sqlite", embedder.dim)
+
+
+def _batches(order: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    for start in range(0, len(order), size):
+        yield order[start : start + size]
 
 
 def embed_cached(
@@ -56,29 +92,64 @@ def embed_cached(
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` (n x dim float32, in input order) and how many came from the cache.
 
-    With ``sort_by_length`` texts are embedded shortest first, so each batch pads to similar
-    lengths (the transformer's cost grows with the longest text in a batch); the order is a
-    stable sort, so the batches, and their cache keys, are the same on every run.
+    With ``sort_by_length`` the missing texts are embedded shortest first, so each batch pads to
+    similar lengths (the transformer's cost grows with the longest text in a batch).
     """
-    folder = cache_dir / embedder.weights_sha256[:16]
-    folder.mkdir(parents=True, exist_ok=True)
-    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
-    order = np.argsort([len(t) for t in texts], kind="stable") if sort_by_length else np.arange(len(texts))
-    reused = 0
-    bar = tqdm(total=len(texts), desc="embedding", unit="chunk", disable=not progress)
-    for start in range(0, len(texts), batch_size):
-        rows = order[start : start + batch_size]
-        batch = [texts[i] for i in rows]
-        path = folder / f"{_batch_key(batch)}.npy"
-        vectors = _load(path, len(batch), embedder.dim) if path.is_file() else None
-        if vectors is None:
-            vectors = embedder.embed(batch)
-            tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npy")
-            np.save(tmp, vectors, allow_pickle=False)
-            tmp.replace(path)
-        else:
-            reused += len(batch)
-        out[rows] = vectors
-        bar.update(len(batch))
-    bar.close()
-    return out, reused
+    store = store_for(embedder, cache_dir)
+    try:
+        keys = [text_key(t) for t in texts]
+        cached = store.get_many(list(dict.fromkeys(keys)))
+        out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+        missing: list[int] = []
+        for i, key in enumerate(keys):
+            vector = cached.get(key)
+            if vector is None:
+                missing.append(i)
+            else:
+                out[i] = vector
+        reused = len(texts) - len(missing)
+        todo = np.asarray(missing, dtype=np.int64)
+        if sort_by_length and len(todo):
+            todo = todo[np.argsort([len(texts[i]) for i in todo], kind="stable")]
+        bar = tqdm(total=len(texts), initial=reused, desc="embedding", unit="chunk", disable=not progress)
+        for rows in _batches(todo, batch_size):
+            vectors = embedder.embed([texts[i] for i in rows])
+            store.put_many([keys[i] for i in rows], vectors)
+            out[rows] = vectors
+            bar.update(len(rows))
+        bar.close()
+        return out, reused
+    finally:
+        store.close()
+
+
+def seed_from_index(folder: Path, embedder: Embedder, cache_dir: Path) -> int:
+    """Copy a built index's vectors into the cache (keyed by its chunks' indexed text).
+
+    Only an index built with the same embedder (weights sha256 in its manifest) is used; the
+    return value is the number of vectors added.
+    """
+    from indexes import text
+    from indexes.chunkstore import ChunkStore
+    from indexes.dense import DenseIndex
+    from indexes.manifest import read_manifest
+
+    manifest = read_manifest(folder)
+    if (manifest.get("embedder") or {}).get("weights_sha256") != embedder.weights_sha256:
+        return 0
+    dense = DenseIndex.load(folder / "dense")
+    store = store_for(embedder, cache_dir)
+    chunks = ChunkStore(folder)
+    try:
+        added = 0
+        rows = list(chunks)
+        for start in range(0, len(rows), 4096):
+            block = rows[start : start + 4096]
+            vectors = dense.reconstruct(start, len(block))
+            keys = [text_key(text.indexed_text(c.title, c.section, c.text)) for c in block]
+            store.put_many(keys, vectors)
+            added += len(block)
+        return added
+    finally:
+        chunks.close()
+        store.close()

@@ -68,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true")
     _add_index_args(info)
 
+    seed = index.add_parser(
+        "seed-cache", help="copy built indexes' vectors into the embedding cache, so new builds reuse them"
+    )
+    seed.add_argument("--name", action="append", help="an index to copy from (repeatable; default: all)")
+
     retrieve = sub.add_parser("retrieve", help="print the chunks that best match a question")
     retrieve.add_argument("query")
     retrieve.add_argument("--k", type=int, default=10)
@@ -86,6 +91,23 @@ def _parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="local model files").add_subparsers(dest="action", required=True)
     models.add_parser("fetch", help="download, assemble and verify the default generator (once)")
     models.add_parser("info", help="where the model files are and whether they verify")
+
+    evaluate = sub.add_parser(
+        "eval", help="benchmark runs, comparisons, published predictions"
+    ).add_subparsers(dest="action", required=True)
+    run = evaluate.add_parser("run", help="run (or resume) an evaluation config: datasets x ablation grid")
+    run.add_argument("config", type=Path, help="a .toml or .yaml eval config (see evals/configs/)")
+    run.add_argument("--out", type=Path, help="run directory (default: $MEDCITE_DATA_DIR/runs/<name>)")
+    run.add_argument("--restart", action="store_true", help="discard a previous run of this name")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    compare = evaluate.add_parser("compare", help="paired comparison of two runs (or two conditions)")
+    compare.add_argument("run_a", help="run directory, or DIR:CONDITION to pick one condition")
+    compare.add_argument("run_b", help="run directory, or DIR:CONDITION")
+    compare.add_argument("--markdown", action="store_true")
+    mirage = evaluate.add_parser("import-mirage", help="MIRAGE's published GPT-3.5/GPT-4 predictions as runs")
+    mirage.add_argument(
+        "--out", type=Path, help="folder for the runs (default: $MEDCITE_DATA_DIR/runs/mirage)"
+    )
 
     serve = sub.add_parser("serve", help="run the HTTP API (settings from MEDCITE_* variables)")
     serve.add_argument("--host", help="interface to listen on (default MEDCITE_HOST or 127.0.0.1)")
@@ -156,6 +178,18 @@ def _print_hits(hits: list[Hit]) -> None:
         )
 
 
+def _cmd_seed_cache(args: argparse.Namespace, paths: Paths) -> int:
+    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedding_cache import seed_from_index
+
+    names = args.name or sorted(p.name for p in paths.indexes_dir.iterdir() if p.is_symlink())
+    embedder = SentenceTransformerEmbedder()
+    for name in names:
+        added = seed_from_index(paths.indexes_dir / name, embedder, paths.data_dir / "cache" / "embeddings")
+        print(f"{name}: {added} vectors" if added else f"{name}: skipped (no vectors from this embedder)")
+    return 0
+
+
 def _cmd_retrieve(args: argparse.Namespace, paths: Paths) -> int:
     from rag import indexing
 
@@ -221,6 +255,33 @@ def _cmd_sources(args: argparse.Namespace, paths: Paths) -> int:
     return 0
 
 
+def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
+    from evals.config import load_config
+    from evals.runner import run_eval
+
+    summary = run_eval(
+        load_config(args.config), paths, out=args.out, restart=args.restart, progress=not args.quiet
+    )
+    print(summary.text())
+    print(f"report: {summary.folder / 'report.md'}")
+    return 0
+
+
+def _cmd_eval_compare(args: argparse.Namespace, paths: Paths) -> int:
+    from evals.compare import compare_runs
+
+    print(compare_runs(args.run_a, args.run_b, markdown=args.markdown))
+    return 0
+
+
+def _cmd_eval_import(args: argparse.Namespace, paths: Paths) -> int:
+    from evals.reference import import_reference
+
+    for folder in import_reference(paths, args.out or paths.data_dir / "runs" / "mirage"):
+        print(folder)
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace, paths: Paths) -> int:
     # The CLI is the composition root: the one place in rag/ that reaches into api/ (lazily).
     from api.main import serve
@@ -243,6 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers: dict[str, Any] = {
         "index build": _cmd_build,
         "index info": _cmd_info,
+        "index seed-cache": _cmd_seed_cache,
         "retrieve": _cmd_retrieve,
         "ask": _cmd_ask,
         "models fetch": _cmd_models_fetch,
@@ -250,6 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "profiles": _cmd_profiles,
         "sources": _cmd_sources,
         "serve": _cmd_serve,
+        "eval run": _cmd_eval_run,
+        "eval compare": _cmd_eval_compare,
+        "eval import-mirage": _cmd_eval_import,
     }
     key = f"{args.command} {args.action}" if getattr(args, "action", None) else args.command
     try:

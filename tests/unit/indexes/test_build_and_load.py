@@ -1,13 +1,15 @@
 """Index folders: build, verify, refuse damage, swap atomically, resume embedding."""
 
+import sqlite3
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from corpora.build import BuildConfig, build_index
+from indexes import text
 from indexes.dense import DenseParams
-from indexes.embedding_cache import embed_cached
+from indexes.embedding_cache import embed_cached, seed_from_index
 from indexes.manifest import read_manifest
 from indexes.store import load_index
 from rag.errors import (
@@ -184,14 +186,42 @@ def test_killed_embedding_resumes_from_finished_batches(tmp_path):
     assert again.calls == 0
 
 
-def test_damaged_cache_file_is_re_embedded(tmp_path):
+def test_damaged_cache_rows_are_re_embedded(tmp_path):
     texts = ["a b", "c d"]
     embed_cached(HashEmbedder(), texts, tmp_path, batch_size=2, progress=False)
-    for f in tmp_path.rglob("*.npy"):
-        f.write_bytes(b"garbage")
+    (db,) = tmp_path.rglob("vectors.sqlite")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE vectors SET vector = X'00'")
     fresh = HashEmbedder()
-    _, reused = embed_cached(fresh, texts, tmp_path, batch_size=2, progress=False)
+    vectors, reused = embed_cached(fresh, texts, tmp_path, batch_size=2, progress=False)
     assert reused == 0 and fresh.calls == 1
+    np.testing.assert_allclose(vectors, HashEmbedder().embed(texts), rtol=1e-6)
+
+
+def test_corpora_sharing_texts_share_vectors(tmp_path):
+    first, second = [f"orphanet passage {i}" for i in range(5)], [f"medquad answer {i}" for i in range(4)]
+    embed_cached(HashEmbedder(), first, tmp_path, batch_size=2, progress=False)
+    embed_cached(HashEmbedder(), second, tmp_path, batch_size=3, progress=False)
+    both = HashEmbedder()
+    vectors, reused = embed_cached(
+        both, [*second, "new text", *first], tmp_path, batch_size=4, progress=False
+    )
+    assert reused == 9 and both.texts_embedded == 1
+    np.testing.assert_allclose(vectors, HashEmbedder().embed([*second, "new text", *first]), rtol=1e-6)
+
+
+def test_a_built_index_seeds_the_cache_for_the_next_build(tmp_path):
+    _build(tmp_path)
+    cache = tmp_path / "seeded-cache"
+    added = seed_from_index(tmp_path / "indexes" / "idx", HashEmbedder(), cache)
+    index = load_index(tmp_path / "indexes" / "idx")
+    chunks = [index.chunks.get(i) for i in range(len(index.chunks))]
+    index.close()
+    passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
+    again = HashEmbedder()
+    vectors, reused = embed_cached(again, passages, cache, progress=False)
+    assert added == len(passages) == reused and again.calls == 0
+    np.testing.assert_allclose(vectors, HashEmbedder().embed(passages), rtol=1e-5, atol=1e-6)
 
 
 def test_length_sorted_embedding_returns_vectors_in_input_order(tmp_path):
