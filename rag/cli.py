@@ -101,8 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--restart", action="store_true", help="discard a previous run of this name")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     compare = evaluate.add_parser("compare", help="paired comparison of two runs (or two conditions)")
-    compare.add_argument("run_a", help="run directory, or DIR:CONDITION to pick one condition")
-    compare.add_argument("run_b", help="run directory, or DIR:CONDITION")
+    compare.add_argument("run_a", help="run directory, or DIR#CONDITION to pick one of its conditions")
+    compare.add_argument("run_b", help="run directory, or DIR#CONDITION")
     compare.add_argument("--markdown", action="store_true")
     mirage = evaluate.add_parser("import-mirage", help="MIRAGE's published GPT-3.5/GPT-4 predictions as runs")
     mirage.add_argument(

@@ -2,12 +2,14 @@
 
 ``run``: ``{query_id: [doc_id, ...]}`` ranked best first. ``qrels``: ``{query_id: {doc_id: grade}}``
 with grade > 0 meaning relevant. Each function returns one value per query, in the order of
-``queries``; the caller aggregates (mean, confidence interval, paired tests).
+``queries``; the caller aggregates (mean, confidence interval, paired tests). Definitions follow
+trec_eval (checked against pytrec_eval in tests/unit/evals/test_metrics_vs_trec_eval.py);
+:func:`ranked` turns a scored run ``{qid: {doc: score}}`` into rankings with its tie-breaking.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,4 +35,150 @@ def recall_at_k(
             raise ValueError(f"query {qid} has no relevant document; recall is undefined")
         top = list(dict.fromkeys(run.get(qid, ())))[:k]
         out[i] = len(relevant.intersection(top)) / len(relevant)
+    return out
+
+
+def _ranking(run: Mapping[str, Sequence[str]], qid: str) -> list[str]:
+    """The run's ranking for ``qid`` with repeated ids removed (the first occurrence counts)."""
+    return list(dict.fromkeys(run.get(qid, ())))
+
+
+def _check_k(k: int | None) -> None:
+    if k is not None and k < 1:
+        raise ValueError("k must be at least 1")
+
+
+def precision_at_k(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    k: int,
+    queries: Sequence[str] | None = None,
+) -> np.ndarray:
+    """P@k(q) = |relevant(q) ∩ top_k(run(q))| / k.
+
+    The denominator is k even when the run returns fewer documents (trec_eval's ``P_k``), so a
+    short ranking is not rewarded. Defined for every query (0 without relevant documents).
+    """
+    _check_k(k)
+    queries = list(queries if queries is not None else qrels)
+    out = np.zeros(len(queries), dtype=np.float64)
+    for i, qid in enumerate(queries):
+        relevant = {d for d, grade in qrels.get(qid, {}).items() if grade > 0}
+        out[i] = len(relevant.intersection(_ranking(run, qid)[:k])) / k
+    return out
+
+
+def ndcg_at_k(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    k: int,
+    queries: Sequence[str] | None = None,
+) -> np.ndarray:
+    """nDCG@k(q) = DCG@k(q) / IDCG@k(q), with DCG@k = Σ_{i=1..k} gain(d_i) / log2(i + 1).
+
+    Linear gain, gain(d) = grade(d) for grade > 0 and 0 otherwise (unjudged included), as in
+    trec_eval's ``ndcg_cut``; IDCG@k is the DCG@k of all judged documents sorted by grade.
+    Undefined (ValueError) for a query without a relevant document; a query missing from
+    ``run`` scores 0.
+    """
+    _check_k(k)
+    queries = list(queries if queries is not None else qrels)
+    discount = 1.0 / np.log2(np.arange(2, k + 2))
+    out = np.zeros(len(queries), dtype=np.float64)
+    for i, qid in enumerate(queries):
+        grades = {d: g for d, g in qrels[qid].items() if g > 0}
+        if not grades:
+            raise ValueError(f"query {qid} has no relevant document; nDCG is undefined")
+        ideal = sorted(grades.values(), reverse=True)[:k]
+        gains = [grades.get(d, 0) for d in _ranking(run, qid)[:k]]
+        idcg = float(np.dot(ideal, discount[: len(ideal)]))
+        out[i] = float(np.dot(gains, discount[: len(gains)])) / idcg
+    return out
+
+
+def reciprocal_rank(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    k: int | None = None,
+    queries: Sequence[str] | None = None,
+) -> np.ndarray:
+    """RR(q) = 1 / rank of the first relevant document (within the top k if given), else 0.
+
+    The mean over queries is MRR (trec_eval's ``recip_rank``, which has no cut-off).
+    """
+    _check_k(k)
+    queries = list(queries if queries is not None else qrels)
+    out = np.zeros(len(queries), dtype=np.float64)
+    for i, qid in enumerate(queries):
+        relevant = {d for d, grade in qrels.get(qid, {}).items() if grade > 0}
+        ranking = _ranking(run, qid)
+        for rank, doc in enumerate(ranking[:k] if k else ranking, start=1):
+            if doc in relevant:
+                out[i] = 1.0 / rank
+                break
+    return out
+
+
+def average_precision(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    k: int | None = None,
+    queries: Sequence[str] | None = None,
+) -> np.ndarray:
+    """AP(q) = (1 / |relevant(q)|) · Σ_{i ≤ k, d_i relevant} P@i(q); its mean over queries is MAP.
+
+    Relevant documents never retrieved contribute 0, so the denominator counts all of them
+    (trec_eval's ``map``; with k, ``map_cut_k``). Undefined (ValueError) without a relevant doc.
+    """
+    _check_k(k)
+    queries = list(queries if queries is not None else qrels)
+    out = np.zeros(len(queries), dtype=np.float64)
+    for i, qid in enumerate(queries):
+        relevant = {d for d, grade in qrels[qid].items() if grade > 0}
+        if not relevant:
+            raise ValueError(f"query {qid} has no relevant document; average precision is undefined")
+        ranking = _ranking(run, qid)
+        hits, total = 0, 0.0
+        for rank, doc in enumerate(ranking[:k] if k else ranking, start=1):
+            if doc in relevant:
+                hits += 1
+                total += hits / rank
+        out[i] = total / len(relevant)
+    return out
+
+
+def ranked(run: Mapping[str, Mapping[str, float]]) -> dict[str, list[str]]:
+    """``{qid: {doc: score}}`` -> ``{qid: [doc, ...]}`` best first, ties broken as trec_eval does
+    (higher score first, then the lexicographically larger doc id), so scores match its output."""
+    return {
+        qid: [d for d, _ in sorted(scores.items(), key=lambda pair: (pair[1], pair[0]), reverse=True)]
+        for qid, scores in run.items()
+    }
+
+
+_METRICS: dict[str, Callable[..., np.ndarray]] = {
+    "recall": recall_at_k,
+    "precision": precision_at_k,
+    "ndcg": ndcg_at_k,
+    "mrr": reciprocal_rank,
+    "map": average_precision,
+}
+_NEEDS_K = ("recall", "precision", "ndcg")
+
+
+def score_run(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    metrics: Sequence[str],
+    queries: Sequence[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per-query arrays for metric names such as ``recall@10``, ``ndcg@10``, ``mrr``, ``map@100``."""
+    out: dict[str, np.ndarray] = {}
+    for name in metrics:
+        base, _, cut = name.partition("@")
+        if base not in _METRICS or (base in _NEEDS_K and not cut) or (cut and not cut.isdigit()):
+            known = ", ".join(f"{m}@k" if m in _NEEDS_K else f"{m}[@k]" for m in _METRICS)
+            raise ValueError(f"unknown metric {name!r}; use one of: {known}")
+        k = int(cut) if cut else None
+        out[name] = _METRICS[base](run, qrels, k, queries)
     return out

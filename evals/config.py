@@ -1,0 +1,133 @@
+"""An evaluation run's configuration: datasets, sample, pipeline profile and ablation grid.
+
+Read from TOML or YAML and validated strictly (an unknown key, dataset, retriever or reranker
+is an error naming the choices), then stored resolved in the run directory so a run can be
+repeated exactly. Every combination of the grid's lists is one condition; ``closed_book``
+adds the no-retrieval arm that RAG conditions are compared against.
+
+    name = "rag-vs-closed-book"
+    profile = "fast"
+    seed = 0
+    [[mcq]]
+    dataset = "medqa"
+    n = 100
+    [grid]
+    index = ["default"]
+    mode = ["hybrid"]
+    rerank = ["none"]
+    k = [3]
+    closed_book = true
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rag.errors import ConfigError, require
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class McqSet(_Strict):
+    dataset: str  # mmlu | medqa | medmcqa | pubmedqa | bioasq
+    n: int | None = Field(default=None, ge=1)  # None: every item
+
+
+class RetrievalSetConfig(_Strict):
+    dataset: str  # bioasq-snippets | liveqa-medquad | pubmedqa-pqal | beir:<folder>
+    n: int | None = Field(default=None, ge=1)
+    index: tuple[str, ...] | None = None  # the indexes whose documents the qrels name; default: the grid's
+
+
+class Grid(_Strict):
+    index: tuple[str, ...] = Field(default=("default",), min_length=1)
+    mode: tuple[Literal["bm25", "dense", "hybrid"], ...] = Field(default=("hybrid",), min_length=1)
+    rerank: tuple[Literal["none", "llm"], ...] = Field(default=("none",), min_length=1)
+    k: tuple[Annotated[int, Field(ge=1, le=50)], ...] = Field(default=(3,), min_length=1)
+    closed_book: bool = True
+
+
+class RetrievalGrid(_Strict):
+    index: tuple[str, ...] = Field(default=("default",), min_length=1)
+    mode: tuple[Literal["bm25", "dense", "hybrid"], ...] = Field(
+        default=(
+            "bm25",
+            "dense",
+            "hybrid",
+        ),
+        min_length=1,
+    )
+    rerank: tuple[Literal["none", "llm"], ...] = Field(default=("none",), min_length=1)
+    depth: int = Field(default=20, ge=1, le=1000)  # ranked documents kept per query
+    rerank_candidates: int = Field(default=10, ge=1, le=100)  # the LLM judges only these
+    rerank_n: int | None = Field(default=None, ge=1)  # rerank cells use only the first n queries
+    rerank_modes: tuple[Literal["bm25", "dense", "hybrid"], ...] = ("hybrid",)  # LLM-rerank only these
+
+
+class EvalConfig(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
+    profile: str = "fast"  # the base pipeline profile; the grid overrides its retrieval and reranking
+    seed: int = 0
+    mcq: list[McqSet] = Field(default_factory=list)
+    grid: Grid = Field(default_factory=Grid)
+    retrieval: list[RetrievalSetConfig] = Field(default_factory=list)
+    retrieval_grid: RetrievalGrid = Field(default_factory=RetrievalGrid)
+    max_tokens: int = Field(default=1, ge=1)  # multiple choice reads one token's probabilities
+
+    def conditions(self) -> list[dict[str, Any]]:
+        """The multiple-choice conditions: the closed-book arm first, then each grid cell."""
+        g = self.grid
+        cells: list[dict[str, Any]] = [{"name": "closed-book", "closed_book": True}] if g.closed_book else []
+        for index, mode, rerank, k in itertools.product(g.index, g.mode, g.rerank, g.k):
+            cell = {"index": index, "mode": mode, "rerank": rerank, "k": k}
+            cells.append({"name": f"rag/{index}/{mode}/{rerank}/k={k}", "closed_book": False, **cell})
+        return cells
+
+    def retrieval_indexes(self, dataset: str) -> tuple[str, ...]:
+        """The indexes a retrieval dataset is evaluated on (its qrels name their documents)."""
+        entry = next(e for e in self.retrieval if e.dataset == dataset)
+        return entry.index or self.retrieval_grid.index
+
+    def retrieval_conditions(self) -> list[dict[str, Any]]:
+        g = self.retrieval_grid
+        indexes = list(dict.fromkeys(i for e in self.retrieval for i in self.retrieval_indexes(e.dataset)))
+        return [
+            {"name": f"{index}/{mode}/{rerank}", "index": index, "mode": mode, "rerank": rerank}
+            for index, mode, rerank in itertools.product(indexes, g.mode, g.rerank)
+            if rerank == "none" or mode in g.rerank_modes
+        ]
+
+
+def load_config(path: Path) -> EvalConfig:
+    """Parse a TOML or YAML config; ConfigError names the file and every problem."""
+    if not path.is_file():
+        raise ConfigError(f"no eval config at {path}; see evals/configs/ for examples")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix in {".yaml", ".yml"}:
+            yaml: Any = require("yaml", package="pyyaml", extra="eval")
+            raw = yaml.safe_load(text) or {}
+        elif path.suffix == ".toml":
+            raw = tomllib.loads(text)
+        else:
+            raise ConfigError(f"{path}: an eval config is a .toml or .yaml file")
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise ConfigError(f"cannot parse {path}: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the config must be a table of settings")
+    raw.setdefault("name", path.stem)
+    try:
+        config = EvalConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid eval config {path}: {problems}") from exc
+    if not config.mcq and not config.retrieval:
+        raise ConfigError(f"{path}: names no dataset; add [[mcq]] and/or [[retrieval]] entries")
+    return config

@@ -1,0 +1,79 @@
+"""Benchmark loaders by name: the one place where a dataset name on the command line becomes data.
+
+Multiple choice (:func:`load_mcq`): ``mirage`` (all five sets), its sets ``mmlu``, ``medqa``,
+``medmcqa``, ``pubmedqa``, ``bioasq``, and ``pubmedqa-pqal`` (the PubMedQA* questions with their
+gold abstracts, for the oracle-context upper bound). Retrieval (:func:`load_retrieval`):
+``bioasq-snippets``, ``liveqa-medquad``, ``pubmedqa-pqal``, and ``beir:<folder>`` for any set in
+BEIR layout. Files are read under ``paths.source_data`` (``MEDCITE_SOURCE_DATA``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from evals.datasets.beir import load_beir
+from evals.datasets.bioasq import load_bioasq_snippets
+from evals.datasets.liveqa import load_liveqa
+from evals.datasets.mirage import DATASETS as MIRAGE_DATASETS
+from evals.datasets.mirage import load_mirage
+from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
+from evals.datasets.qrels import coverage, restrict
+from evals.datasets.sampling import sample
+from evals.types import McqItem, RetrievalSet
+from rag.config import Paths
+from rag.errors import ConfigError
+
+BEIR_PREFIX = "beir:"
+
+
+def _mirage_set(name: str) -> Callable[[Path], list[McqItem]]:
+    return lambda root: load_mirage(root / "mirage", (name,))
+
+
+MCQ_LOADERS: dict[str, Callable[[Path], list[McqItem]]] = {
+    "mirage": lambda root: load_mirage(root / "mirage"),
+    **{name: _mirage_set(name) for name in MIRAGE_DATASETS},
+    "pubmedqa-pqal": lambda root: load_pqal(root / "pubmedqa", "test"),
+}
+
+RETRIEVAL_LOADERS: dict[str, Callable[[Path], RetrievalSet]] = {
+    "bioasq-snippets": lambda root: load_bioasq_snippets(root / "bioasq_from_mirage"),
+    "liveqa-medquad": lambda root: load_liveqa(root / "medquad"),
+    "pubmedqa-pqal": lambda root: load_pqal_retrieval(root / "pubmedqa"),
+}
+
+
+def load_mcq(name: str, paths: Paths) -> list[McqItem]:
+    """The items of a multiple-choice set by name; an unknown name lists the known ones."""
+    loader = MCQ_LOADERS.get(name)
+    if loader is None:
+        raise ConfigError(f"unknown multiple-choice dataset {name!r}; known: {', '.join(MCQ_LOADERS)}")
+    return loader(paths.source_data)
+
+
+def load_retrieval(name: str, paths: Paths) -> RetrievalSet:
+    """A retrieval set by name, or ``beir:<folder>`` (a relative folder that is not found from the
+    working directory is looked up under ``paths.source_data``)."""
+    if name.startswith(BEIR_PREFIX):
+        given = name[len(BEIR_PREFIX) :].strip()
+        if not given:
+            raise ConfigError("'beir:' needs a folder, e.g. beir:/data/nfcorpus")
+        folder = Path(given)
+        return load_beir(folder if folder.is_absolute() or folder.is_dir() else paths.source_data / folder)
+    loader = RETRIEVAL_LOADERS.get(name)
+    if loader is None:
+        known = [*RETRIEVAL_LOADERS, f"{BEIR_PREFIX}<folder>"]
+        raise ConfigError(f"unknown retrieval dataset {name!r}; known: {', '.join(known)}")
+    return loader(paths.source_data)
+
+
+__all__ = [
+    "MCQ_LOADERS",
+    "RETRIEVAL_LOADERS",
+    "coverage",
+    "load_mcq",
+    "load_retrieval",
+    "restrict",
+    "sample",
+]

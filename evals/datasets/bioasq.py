@@ -1,0 +1,64 @@
+"""BioASQ Task B 2019-2023 (via MIRAGE): questions judged against their gold snippets.
+
+``questions.jsonl`` holds ``{id, type, body, ...}``; ``qrels_snippets.tsv`` pairs question ids
+with snippet ids (``S000001``), which :func:`corpora.sources.bioasq.qrels_doc_id` turns into
+the doc ids of the ``bioasq-snippets`` corpus, so runs over that index score without mapping.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from corpora.sources.bioasq import qrels_doc_id
+from evals.datasets.qrels import build_set, read_qrels_tsv, require
+from evals.types import RetrievalSet
+from rag.errors import ConfigError, SourceError
+
+QUESTION_TYPES = ("factoid", "list", "summary", "yesno")
+
+
+def read_questions(path: Path, types: Sequence[str] | None = None) -> tuple[dict[str, str], Counter[str]]:
+    """``{id: body}`` of the questions of the chosen types, and how many of each type were kept."""
+    queries: dict[str, str] = {}
+    kept: Counter[str] = Counter()
+    with require(path, "BioASQ questions.jsonl").open(encoding="utf-8") as fh:
+        for line, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+                qid, body, qtype = str(row["id"]), str(row["body"]), str(row.get("type", ""))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise SourceError(
+                    f"{path}:{line}: expected a JSON object with 'id', 'type' and 'body'"
+                ) from exc
+            if types is None or qtype in types:
+                queries[qid] = " ".join(body.split())
+                kept[qtype] += 1
+    return queries, kept
+
+
+def load_bioasq_snippets(root: Path, types: Sequence[str] | None = None) -> RetrievalSet:
+    """The snippet-retrieval set; ``types`` picks question types (all four by default)."""
+    if isinstance(types, str):
+        types = (types,)
+    unknown = sorted(set(types or ()) - set(QUESTION_TYPES))
+    if unknown:
+        raise ConfigError(
+            f"unknown BioASQ question type {unknown[0]!r}; choose from: {', '.join(QUESTION_TYPES)}"
+        )
+    root = Path(root)
+    queries, kept = read_questions(root / "questions.jsonl", types)
+    judgements = read_qrels_tsv(root / "qrels_snippets.tsv", doc_id=qrels_doc_id)
+    return build_set(
+        "bioasq-snippets",
+        queries,
+        [j for j in judgements if j[0] in queries],
+        counts={f"type_{t}": n for t, n in sorted(kept.items())},
+        notes=(
+            "relevant documents are gold snippets (doc ids bioasq:S......) of the bioasq-snippets corpus",
+        ),
+    )

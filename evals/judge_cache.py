@@ -1,0 +1,180 @@
+"""Every call to an evaluation judge, cached on disk: a second evaluation of the same items asks nothing.
+
+Why: a judge call on the local 1.5B model costs seconds to tens of seconds on CPU, and answer-quality
+evaluations are rerun after every change elsewhere. The cache is also the checkpoint of a run: a run
+killed half way gets its finished judgements back from disk and only asks the rest.
+
+Keys are ``sha256`` of canonical JSON holding the judge's fingerprint (model identity and
+parameters), the call kind, the exact messages and the call's parameters; values are JSON (never
+pickle) in one sqlite table, WAL mode so several evaluation processes can share the file. Judge
+failures (timeouts, unreachable servers) are never cached, so a rerun asks again; an unparsable
+reply is cached like any other, because the same prompt gets the same reply from a greedy judge.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rag.config import Paths
+from rag.errors import ConfigError
+from rag.protocols import Generator
+from rag.types import Generation, Message
+
+__all__ = ["CachedJudge", "JudgeCache", "call_key", "default_judge_cache_path"]
+
+log = logging.getLogger(__name__)
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
+
+
+def default_judge_cache_path(paths: Paths) -> Path:
+    """``$MEDCITE_DATA_DIR/cache/judge.sqlite``: beside the other caches, outside any index."""
+    return paths.data_dir / "cache" / "judge.sqlite"
+
+
+def call_key(fingerprint: dict[str, Any], kind: str, payload: dict[str, Any]) -> str:
+    """A stable key for one call: any change of model, prompt or parameter gives another key."""
+    blob = json.dumps({"judge": fingerprint, "kind": kind, **payload}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class JudgeCache:
+    """A thread-safe ``key -> JSON value`` store in one sqlite file.
+
+    A cache that cannot be read or written mid-run logs a warning and behaves as a miss: an
+    evaluation is never lost because its cache hiccupped. A file that is not a judge cache is
+    refused at opening, with what to do.
+    """
+
+    def __init__(self, path: Path, *, timeout: float = 5.0) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(_SCHEMA)
+            columns = [row[1] for row in self._conn.execute("PRAGMA table_info(calls)")]
+        except (OSError, sqlite3.Error) as exc:
+            raise ConfigError(
+                f"cannot open the judge cache {self.path}: {exc}; delete the file or pass another cache path"
+            ) from exc
+        if columns != ["key", "value"]:
+            self._conn.close()
+            raise ConfigError(
+                f"{self.path} is a sqlite file but not a judge cache (table 'calls' has {columns}); "
+                "pass another cache path"
+            )
+
+    def get(self, key: str) -> Any | None:
+        """The cached value, or ``None`` on a miss (values are JSON objects, never null)."""
+        with self._lock:
+            try:
+                row = self._conn.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
+            except sqlite3.Error as exc:
+                log.warning("judge cache %s unreadable (%s); treating it as a miss", self.path, exc)
+                return None
+        return None if row is None else json.loads(row[0])
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        with self._lock:
+            try:
+                self._conn.execute("INSERT OR REPLACE INTO calls (key, value) VALUES (?, ?)", (key, text))
+            except sqlite3.Error as exc:
+                log.warning("judge cache %s not written (%s); the call will be asked again", self.path, exc)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class CachedJudge:
+    """A :class:`rag.protocols.Generator` that answers from the cache and asks ``judge`` on a miss.
+
+    ``calls`` counts the calls that reached the judge, ``hits`` those answered from disk.
+    """
+
+    def __init__(self, judge: Generator, cache: JudgeCache) -> None:
+        self.judge = judge
+        self.cache = cache
+        self.name = judge.name
+        self._fingerprint = judge.fingerprint()
+        self.calls = 0
+        self.hits = 0
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self._fingerprint
+
+    def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+    ) -> Generation:
+        payload = {
+            "messages": _plain(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stop": list(stop),
+        }
+        key = call_key(self._fingerprint, "generate", payload)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return Generation(seconds=0.0, **cached)
+        self.calls += 1
+        out = self.judge.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
+        value = {
+            "text": out.text,
+            "prompt_tokens": out.prompt_tokens,
+            "completion_tokens": out.completion_tokens,
+            "finish_reason": out.finish_reason,
+        }
+        self.cache.put(key, value)
+        return out
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        max_tokens: int,
+        temperature: float = 0.0,
+        stop: Sequence[str] = (),
+    ) -> Iterator[str]:
+        """The cached completion in one piece: a judge's reply is read whole, never shown live."""
+        yield self.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop).text
+
+    def next_token_logprobs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
+        key = call_key(
+            self._fingerprint, "logprobs", {"messages": _plain(messages), "candidates": list(candidates)}
+        )
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return {c: -math.inf if v is None else float(v) for c, v in cached.items()}
+        self.calls += 1
+        out = self.judge.next_token_logprobs(messages, candidates)
+        # JSON has no -inf: a candidate the model cannot produce is stored as null.
+        self.cache.put(key, {c: v if math.isfinite(v) else None for c, v in out.items()})
+        return out
+
+
+def _plain(messages: Sequence[Message]) -> list[list[str]]:
+    return [[m.role, m.content] for m in messages]

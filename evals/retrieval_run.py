@@ -1,0 +1,115 @@
+"""The retrieval ablation: rank documents for each judged query under each grid cell.
+
+Indexes hold chunks and relevance judgements name documents, so a chunk ranking becomes a
+document ranking by each document's best chunk (first occurrence). The LLM reranker, when a
+cell asks for it, re-scores the top ``rerank_candidates`` chunks; the rest keep their order
+below them. Records carry the ranked document ids with scores; a TREC run file is written
+from them.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from evals.config import EvalConfig
+from evals.generation_cache import CachingGenerator
+from evals.records import ItemRecord, write_records
+from evals.rundir import RunDir
+from rag.config import Paths
+from rag.errors import MedciteError
+from rag.indexing import make_retriever, open_index
+from rag.types import Hit
+
+CHUNKS_PER_DOCUMENT = 3  # chunks fetched per wanted document, so `depth` distinct documents remain
+
+
+def document_ranking(hits: list[Hit], depth: int) -> list[tuple[str, float]]:
+    """Documents in the order of their best chunk, each with that chunk's score."""
+    ranked: dict[str, float] = {}
+    for hit in hits:
+        if hit.chunk.doc_id not in ranked:
+            ranked[hit.chunk.doc_id] = float(hit.score)
+        if len(ranked) == depth:
+            break
+    return list(ranked.items())
+
+
+def rerank_head(reranker: Any, query: str, hits: list[Hit], head: int) -> list[Hit]:
+    """Rerank the first ``head`` hits; the tail follows, scored below every reranked hit."""
+    top = reranker.rerank(query, hits[:head])
+    floor = min((h.score for h in top), default=0.0)
+    tail = [Hit(h.chunk, floor - 1.0 - n, len(top) + n + 1, h.retriever) for n, h in enumerate(hits[head:])]
+    return [*top, *tail]
+
+
+def run_retrieval(
+    config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator | None,
+    sets: dict[str, Any], summary: Any, progress: bool,
+) -> None:  # fmt: skip
+    from rag.rerank.cache import ScoreCache
+    from rag.rerank.llm import LlmRelevanceReranker
+
+    g = config.retrieval_grid
+    done = run.done_keys()
+    for cell in config.retrieval_conditions():
+        name = f"retrieval/{cell['name']}"
+        limit = g.rerank_n if cell["rerank"] == "llm" else None
+        todo = [
+            (ds, qid, text)
+            for ds, rset in sets.items()
+            if cell["index"] in config.retrieval_indexes(ds)
+            for qid, text in list(rset.queries.items())[:limit]
+            if (name, ds, qid) not in done
+        ]
+        stats = {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0, "cache_hits": 0, "cache_misses": 0}
+        summary.conditions[name] = stats
+        if not todo:
+            continue
+        start = time.perf_counter()
+        index, embedder = open_index(paths, cell["index"], with_embedder=cell["mode"] != "bm25")
+        try:
+            retriever = make_retriever(
+                index, embedder, cell["mode"], candidates=g.depth * CHUNKS_PER_DOCUMENT
+            )
+            reranker = None
+            if cell["rerank"] == "llm":
+                if generator is None:
+                    raise MedciteError("the llm reranker needs a generator; check the config's profile")
+                cache = ScoreCache(paths.data_dir / "cache" / "rerank.sqlite")
+                reranker = LlmRelevanceReranker(generator, cache=cache)
+            for ds, qid, text in tqdm(todo, desc=name, unit="q", disable=not progress, dynamic_ncols=True):
+                t0 = time.perf_counter()
+                try:
+                    hits = retriever.retrieve(text, g.depth * CHUNKS_PER_DOCUMENT)
+                    if reranker is not None:
+                        hits = rerank_head(reranker, text, hits, g.rerank_candidates)
+                    record = ItemRecord(
+                        dataset=ds, qid=qid, condition=name, retrieved=tuple(document_ranking(hits, g.depth)),
+                        latency_s=round(time.perf_counter() - t0, 4),
+                    )  # fmt: skip
+                except MedciteError as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    record = ItemRecord(dataset=ds, qid=qid, condition=name, error=error)
+                    stats["failed"] += 1
+                write_records(run.records_path, [record])
+                stats["answered"] += 1
+        finally:
+            index.close()
+            stats["seconds"] = round(time.perf_counter() - start, 1)
+
+
+def write_trec(records: list[ItemRecord], path: Path) -> int:
+    """``qid Q0 docid rank score tag`` lines for every retrieval record (tag: the condition)."""
+    lines = []
+    for r in records:
+        if not r.condition.startswith("retrieval/"):
+            continue
+        tag = r.condition.removeprefix("retrieval/").replace("/", "_").replace(" ", "_")
+        for rank, (doc, score) in enumerate(r.retrieved, start=1):
+            lines.append(f"{r.dataset}:{r.qid} Q0 {doc} {rank} {score:.6f} {tag}")
+    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+    return len(lines)

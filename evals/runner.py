@@ -1,0 +1,245 @@
+"""``medcite eval run CONFIG``: answer every sampled item under every condition, resumably.
+
+Multiple-choice items go through ``Pipeline.choose`` (option letters' next-token
+probabilities; closed-book or with k retrieved passages); retrieval items through the grid's
+retriever and optional LLM reranker. Each finished item is appended to ``records.jsonl`` at
+once, and every model call goes through a disk cache keyed by model hash, prompt and
+parameters, so an interrupted run resumes where it stopped and a finished one re-runs in
+seconds. Item failures become records with ``pred=None`` and the reason, never a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from evals.config import EvalConfig
+from evals.generation_cache import CachingGenerator
+from evals.records import ItemRecord, write_records
+from evals.rundir import RunDir
+from rag.assemble import assemble, make_generator
+from rag.choice import choose_option
+from rag.config import Paths
+from rag.errors import ConfigError, MedciteError
+from rag.pipeline import Clock
+from rag.profile import Profile, load_profile
+from rag.protocols import Generator
+
+
+@dataclass
+class RunSummary:
+    folder: Path
+    conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def text(self) -> str:
+        lines = [f"run {self.folder} ({self.seconds:.0f} s)"]
+        for name, c in self.conditions.items():
+            lines.append(
+                f"  {name}: {c['answered']} new, {c['skipped']} already done, {c['failed']} failed, "
+                f"{c['seconds']:.0f} s, model calls {c['cache_misses']} (cached {c['cache_hits']})"
+            )
+        return "\n".join(lines)
+
+
+def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
+    """The base profile with a grid cell's index, retrieval mode, reranker and k applied.
+
+    Evaluation gives the model exactly k passages: no evidence threshold, so every condition
+    sees the same amount of context and only retrieval quality differs.
+    """
+    rerank = base.rerank.model_copy(
+        update={"backend": cell["rerank"], "keep": cell["k"], "threshold": None,
+                "candidates": max(cell["k"], base.rerank.candidates)}
+    )  # fmt: skip
+    retrieval = base.retrieval.model_copy(update={"mode": cell["mode"]})
+    return base.model_copy(update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank})
+
+
+def _mcq_record(answer_fn: Callable[[], Any], dataset: str, item: Any, condition: str) -> ItemRecord:
+    start = time.perf_counter()
+    try:
+        answer = answer_fn()
+    except (MedciteError, ValueError) as exc:
+        return ItemRecord(
+            dataset=dataset, qid=item.qid, condition=condition, gold=item.answer, pred=None,
+            latency_s=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}",
+        )  # fmt: skip
+    return ItemRecord(
+        dataset=dataset, qid=item.qid, condition=condition, gold=item.answer, pred=answer.choice,
+        option_probs=dict(answer.option_probs or {}),
+        retrieved=tuple((h.chunk.chunk_id, round(float(h.score), 6)) for h in answer.evidence),
+        latency_s=round(time.perf_counter() - start, 4),
+        extra={"mode": answer.mode, "timings": {k: round(v, 4) for k, v in answer.timings.items()},
+               "notes": list(answer.notes)},
+    )  # fmt: skip
+
+
+def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], Any]:
+    """A closed-book choice straight from the model, or the pipeline's choice with evidence."""
+    if assembled is None:
+        return lambda: choose_option(generator, item.question, item.options, [], Clock(), {}, [])
+    return lambda: assembled.pipeline.choose(item.question, item.options)
+
+
+def _progress(items: list[Any], desc: str, show: bool) -> Iterable[Any]:
+    return tqdm(items, desc=desc, unit="q", disable=not show, dynamic_ncols=True)
+
+
+def run_mcq(
+    config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator, items: dict[str, list[Any]],
+    summary: RunSummary, progress: bool,
+) -> None:  # fmt: skip
+    done = run.done_keys()
+    base = load_profile(config.profile)
+    for cell in config.conditions():
+        name = cell["name"]
+        todo = [(ds, it) for ds, its in items.items() for it in its if (name, ds, it.qid) not in done]
+        stats = {"answered": 0, "skipped": sum(len(v) for v in items.values()) - len(todo), "failed": 0,
+                 "seconds": 0.0, "cache_hits": 0, "cache_misses": 0}  # fmt: skip
+        summary.conditions[name] = stats
+        if not todo:
+            continue
+        hits0, misses0, start = generator.hits, generator.misses, time.perf_counter()
+        assembled = None
+        if not cell["closed_book"]:
+            assembled = assemble(condition_profile(base, cell), paths, generator=generator)
+        try:
+            for ds, item in _progress(todo, name, progress):
+                record = _mcq_record(_answerer(generator, assembled, item), ds, item, name)
+                write_records(run.records_path, [record])
+                stats["answered"] += 1
+                stats["failed"] += record.pred is None
+        finally:
+            if assembled is not None:
+                assembled.close()
+            stats["seconds"] = round(time.perf_counter() - start, 1)
+            stats["cache_hits"] = generator.hits - hits0
+            stats["cache_misses"] = generator.misses - misses0
+
+
+def open_generator(config: EvalConfig, paths: Paths) -> CachingGenerator:
+    """The profile's generator behind the run cache (shared by every condition of the run)."""
+    inner = make_generator(load_profile(config.profile).generator, paths)
+    return CachingGenerator(inner, paths.data_dir / "cache" / "generations.sqlite")
+
+
+def load_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
+    """The seeded, stratified sample of every multiple-choice set (loaded before anything runs)."""
+    from evals.datasets import load_mcq, sample
+
+    items: dict[str, list[Any]] = {}
+    for entry in config.mcq:
+        pool = load_mcq(entry.dataset, paths)
+        try:
+            items[entry.dataset] = sample(pool, entry.n, config.seed) if entry.n else pool
+        except ValueError as exc:
+            raise ConfigError(f"mcq dataset {entry.dataset}: {exc}") from exc
+    return items
+
+
+def load_sets(config: EvalConfig, paths: Paths) -> dict[str, Any]:
+    """The retrieval sets, their judged queries sampled with the run's seed."""
+    import dataclasses
+    import random
+
+    from evals.datasets import load_retrieval
+
+    sets: dict[str, Any] = {}
+    for entry in config.retrieval:
+        rset = load_retrieval(entry.dataset, paths)
+        judged = sorted(q for q in rset.queries if any(g > 0 for g in rset.qrels.get(q, {}).values()))
+        if not judged:
+            raise ConfigError(f"retrieval dataset {entry.dataset}: no query has a relevant document")
+        if entry.n is not None:
+            if entry.n > len(judged):
+                raise ConfigError(
+                    f"retrieval dataset {entry.dataset}: asked for {entry.n}, has {len(judged)}"
+                )
+            judged = random.Random(config.seed).sample(judged, entry.n)
+        sets[entry.dataset] = dataclasses.replace(rset, queries={q: rset.queries[q] for q in judged})
+    return sets
+
+
+def run_eval(
+    config: EvalConfig,
+    paths: Paths,
+    *,
+    out: Path | None = None,
+    restart: bool = False,
+    progress: bool = True,
+    generator: Generator | None = None,
+) -> RunSummary:
+    """Run (or resume) every condition of ``config`` and write the run directory.
+
+    ``generator`` replaces the profile's model (tests; an already loaded model); it is still
+    put behind the run cache.
+    """
+    from evals.retrieval_run import run_retrieval, write_trec
+    from evals.summary import write_summary
+
+    start = time.perf_counter()
+    items = load_items(config, paths)  # bad dataset names and samples fail here, before any work
+    sets = load_sets(config, paths)
+    run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
+    summary = RunSummary(folder=run.folder)
+    needs_model = bool(items) or "llm" in config.retrieval_grid.rerank
+    cache_path = paths.data_dir / "cache" / "generations.sqlite"
+    model = None
+    if generator is not None:
+        model = CachingGenerator(generator, cache_path)
+    elif needs_model:
+        model = open_generator(config, paths)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    try:
+        if items and model is not None:
+            run_mcq(config, paths, run, model, items, summary, progress)
+        if sets:
+            run_retrieval(config, paths, run, model, sets, summary, progress)
+    finally:
+        summary.seconds = time.perf_counter() - start
+        run.write_manifest(
+            {
+                "name": config.name,
+                "seed": config.seed,
+                "generator": model.fingerprint() if model is not None else None,
+                "indexes": _index_fingerprints(config, paths),
+                "items": {ds: len(v) for ds, v in items.items()},
+                "queries": {ds: len(s.queries) for ds, s in sets.items()},
+                "session": {"started": started, "seconds": round(summary.seconds, 1),
+                            "conditions": summary.conditions},
+            }
+        )  # fmt: skip
+        if model is not None:
+            model.close()
+    records = run.records()
+    write_trec(records, run.folder / "run.trec")
+    write_summary(run.folder, records, sets, summary.conditions)
+    return summary
+
+
+def _index_fingerprints(config: EvalConfig, paths: Paths) -> dict[str, Any]:
+    from indexes.manifest import read_manifest
+
+    names = set(config.grid.index) if config.mcq else set()
+    names |= set(config.retrieval_grid.index) if config.retrieval else set()
+    out: dict[str, Any] = {}
+    for name in sorted(names):
+        try:
+            manifest = read_manifest(paths.indexes_dir / name)
+        except MedciteError as exc:
+            out[name] = {"error": str(exc)}
+            continue
+        embedder = (manifest.get("embedder") or {}).get("weights_sha256")
+        fingerprint = manifest["corpus_fingerprint"]
+        out[name] = {
+            "corpus_fingerprint": fingerprint,
+            "chunks": manifest["counts"]["chunks"],
+            "embedder": embedder,
+        }
+    return out

@@ -1,0 +1,169 @@
+"""From a run's records to metrics.json and report.md (with PNG plots beside it).
+
+Multiple choice: accuracy with a 95% Wilson interval per condition and dataset, no-answer
+counts with reasons, and each RAG condition paired with the closed-book arm (McNemar exact,
+paired bootstrap CI of the difference, harm and help rates). Retrieval: nDCG@10, recall@10,
+recall@20, precision@10, MRR and MAP per condition and dataset, over the judged queries.
+Cost: wall time per condition and the median seconds per item.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals import plots
+from evals.metrics.choice import accuracy
+from evals.metrics.retrieval import score_run
+from evals.records import ItemRecord
+from evals.types import RetrievalSet
+
+RETRIEVAL_METRICS = ("ndcg@10", "recall@10", "recall@20", "precision@10", "mrr", "map")
+
+
+def _group(records: list[ItemRecord]) -> dict[str, dict[str, list[ItemRecord]]]:
+    grouped: dict[str, dict[str, list[ItemRecord]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        grouped[r.condition][r.dataset].append(r)
+    return grouped
+
+
+def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for cond, per in _group([r for r in records if r.gold is not None]).items():
+        out[cond] = {}
+        for ds, rows in sorted(per.items()):
+            acc = accuracy(rows)
+            latencies = [r.latency_s for r in rows if r.pred is not None]
+            out[cond][ds] = {
+                "n": acc.n, "correct": acc.correct, "accuracy": round(acc.accuracy, 4),
+                "ci": [round(acc.ci_low, 4), round(acc.ci_high, 4)], "no_answer": acc.no_answer,
+                "no_answer_reasons": dict(acc.reasons),
+                "median_seconds_per_item": round(float(np.median(latencies)), 2) if latencies else None,
+            }  # fmt: skip
+    return out
+
+
+def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> dict[str, dict[str, Any]]:
+    """Each RAG condition against the closed-book arm, per dataset."""
+    from evals.compare import compare
+
+    grouped = _group([r for r in records if r.gold is not None])
+    if baseline not in grouped:
+        return {}
+    base = [r for rows in grouped[baseline].values() for r in rows]
+    out: dict[str, dict[str, Any]] = {}
+    for cond, per in grouped.items():
+        if cond == baseline:
+            continue
+        rows = compare(base, [r for rs in per.values() for r in rs])
+        out[cond] = {row.dataset: row.to_json() for row in rows}
+    return out
+
+
+def retrieval_metrics(records: list[ItemRecord], sets: dict[str, RetrievalSet]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    retrieval = [r for r in records if r.condition.startswith("retrieval/")]
+    for cond, per in _group(retrieval).items():
+        out[cond] = {}
+        for ds, rows in sorted(per.items()):
+            rset = sets.get(ds)
+            if rset is None:
+                continue
+            judged = [r for r in rows if any(g > 0 for g in rset.qrels.get(r.qid, {}).values())]
+            failed = sum(1 for r in judged if r.error)
+            run = {r.qid: [doc for doc, _ in r.retrieved] for r in judged}
+            scores = score_run(run, rset.qrels, RETRIEVAL_METRICS, [r.qid for r in judged]) if judged else {}
+            latencies = [r.latency_s for r in judged if not r.error]
+            out[cond][ds] = {
+                "n": len(judged), "failed": failed, "unjudged_skipped": len(rows) - len(judged),
+                **{m: round(float(v.mean()), 4) for m, v in scores.items()},
+                "median_seconds_per_query": round(float(np.median(latencies)), 4) if latencies else None,
+            }  # fmt: skip
+    return out
+
+
+def write_summary(
+    folder: Path, records: list[ItemRecord], sets: dict[str, RetrievalSet], cost: dict[str, Any]
+) -> dict[str, Any]:
+    metrics = {
+        "mcq": mcq_metrics(records),
+        "paired_vs_closed_book": paired_metrics(records),
+        "retrieval": retrieval_metrics(records, sets),
+        "cost": cost,
+    }
+    (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    figures = [
+        plots.accuracy_by_dataset(metrics["mcq"], folder / "accuracy_by_dataset.png"),
+        plots.accuracy_vs_k(metrics["mcq"], folder / "accuracy_vs_k.png"),
+        plots.retrieval_ablation(
+            metrics["retrieval"], ("ndcg@10", "recall@20"), folder / "retrieval_ablation.png"
+        ),
+    ]
+    (folder / "report.md").write_text(render_report(folder.name, metrics, figures), encoding="utf-8")
+    return metrics
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{100 * x:.1f}"
+
+
+def _table(header: list[str], rows: list[list[object]]) -> list[str]:
+    aligns = ["---" if i < 2 else "---:" for i in range(len(header))]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(aligns) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _mcq_rows(mcq: dict[str, Any]) -> list[list[object]]:
+    return [
+        [cond, ds, m["n"], _pct(m["accuracy"]), f"{_pct(m['ci'][0])}–{_pct(m['ci'][1])}", m["no_answer"],
+         m["median_seconds_per_item"]]
+        for cond, per in mcq.items() for ds, m in per.items()
+    ]  # fmt: skip
+
+
+def _paired_rows(paired: dict[str, Any]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for cond, per in paired.items():
+        for ds, r in per.items():
+            diff = f"{100 * r['diff']:+.1f} ({100 * r['diff_ci'][0]:+.1f}, {100 * r['diff_ci'][1]:+.1f})"
+            rows.append([cond, ds, r["n"], _pct(r["accuracy_a"]), _pct(r["accuracy_b"]), diff,
+                         f"{r['mcnemar_p']:.3g}", _pct(r["harm_rate"]), _pct(r["help_rate"])])  # fmt: skip
+    return rows
+
+
+def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]) -> str:
+    lines = [f"# Evaluation run `{name}`", ""]
+    if metrics["mcq"]:
+        lines += ["## Multiple choice: accuracy (95% Wilson CI)", ""]
+        header = ["condition", "dataset", "n", "accuracy", "95% CI", "no answer", "s/item"]
+        lines += _table(header, _mcq_rows(metrics["mcq"]))
+    if metrics["paired_vs_closed_book"]:
+        lines += ["## RAG vs closed-book (paired)", ""]
+        header = ["condition", "dataset", "n", "closed-book", "RAG", "diff (95% bootstrap CI)", "McNemar p",
+                  "harm", "help"]  # fmt: skip
+        lines += _table(header, _paired_rows(metrics["paired_vs_closed_book"]))
+        lines += ["harm: closed-book right and RAG wrong, as a share of paired items; help: the reverse.", ""]
+    if metrics["retrieval"]:
+        lines += ["## Retrieval", ""]
+        rows = [
+            [cond, ds, m["n"], *(f"{m.get(k, float('nan')):.3f}" for k in RETRIEVAL_METRICS),
+             m["median_seconds_per_query"]]
+            for cond, per in metrics["retrieval"].items() for ds, m in per.items()
+        ]  # fmt: skip
+        lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
+    lines += ["## Cost", ""]
+    cost_rows = [
+        [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]]
+        for c, v in metrics["cost"].items()
+    ]
+    lines += _table(["condition", "items", "wall s", "model calls", "cache hits"], cost_rows)
+    for figure in figures:
+        if figure is not None:
+            lines += [f"![{figure.stem}]({figure.name})", ""]
+    return "\n".join(lines)

@@ -1,0 +1,135 @@
+"""The eval loop end to end on real MIRAGE items and a real BM25 index, with a scripted model:
+records, resume after an interruption, cache on re-run, metrics and report files."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from evals.config import EvalConfig
+from evals.records import read_records
+from evals.runner import condition_profile, run_eval
+from rag.config import Paths
+from rag.errors import ConfigError
+from rag.indexing import build_from_cli
+from rag.profile import load_profile
+
+
+class LetterModel:
+    """Always prefers option B; optionally raises after `budget` scoring calls (a killed run)."""
+
+    name = "letter-model"
+
+    def __init__(self, budget: int | None = None) -> None:
+        self.calls = 0
+        self.budget = budget
+
+    def next_token_logprobs(self, messages, candidates):
+        self.calls += 1
+        if self.budget is not None and self.calls > self.budget:
+            raise KeyboardInterrupt  # what Ctrl-C or a kill does mid-run
+        return {c: (-0.1 if c == "B" else -3.0) for c in candidates}
+
+    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        raise AssertionError("multiple choice never generates text")
+
+    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        raise AssertionError("multiple choice never generates text")
+
+    def fingerprint(self):
+        return {"name": self.name, "sha256": "0" * 64}
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory) -> Paths:
+    data = tmp_path_factory.mktemp("eval-data")
+    paths = Paths.from_env().model_copy(update={"data_dir": data})
+    build_from_cli(paths, sources=["open-medicine"], limit=4, dense=None, progress=False)
+    return paths
+
+
+def config(name: str, **changes) -> EvalConfig:
+    grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
+    raw = {
+        "name": name, "profile": "fast", "seed": 3,
+        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}], "grid": grid,
+    }  # fmt: skip
+    return EvalConfig.model_validate({**raw, **changes})
+
+
+def test_grid_conditions_and_profile_overrides():
+    cells = config("x").conditions()
+    assert [c["name"] for c in cells] == [
+        "closed-book",
+        "rag/default/bm25/none/k=1",
+        "rag/default/bm25/none/k=2",
+    ]
+    profile = condition_profile(load_profile("default"), cells[2])
+    assert (profile.rerank.backend, profile.rerank.keep, profile.rerank.threshold) == ("none", 2, None)
+    assert profile.retrieval.mode == "bm25" and profile.index == "default"
+
+
+def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp_path):
+    cfg = config("resume")
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(cfg, paths, out=out, progress=False, generator=LetterModel(budget=10))
+    kept = list(read_records(out / "records.jsonl"))
+    assert len(kept) == 10  # every finished item was written before the interruption
+
+    model = LetterModel()
+    summary = run_eval(cfg, paths, out=out, progress=False, generator=model)
+    records = list(read_records(out / "records.jsonl"))
+    assert len(records) == 3 * (5 + 3) == len({(r.condition, r.dataset, r.qid) for r in records})
+    assert model.calls == 24 - 10  # only the unfinished items were asked
+    assert sum(c["skipped"] for c in summary.conditions.values()) == 10
+
+    again = LetterModel()
+    rerun = run_eval(cfg, paths, out=out, restart=True, progress=False, generator=again)
+    assert again.calls == 0  # same prompts, same model: every answer comes from the cache
+    assert sum(c["cache_hits"] for c in rerun.conditions.values()) == 24
+
+    metrics = json.loads((out / "metrics.json").read_text())
+    medqa = metrics["mcq"]["closed-book"]["medqa"]
+    gold_b = sum(
+        1 for r in records if r.condition == "closed-book" and r.dataset == "medqa" and r.gold == "B"
+    )
+    assert medqa["n"] == 5 and medqa["correct"] == gold_b  # the model always says B
+    assert medqa["ci"][0] <= medqa["accuracy"] <= medqa["ci"][1]
+    paired = metrics["paired_vs_closed_book"]["rag/default/bm25/none/k=1"]["medqa"]
+    assert paired["n"] == 5 and paired["harm_rate"] == 0.0  # same answers with and without sources
+    rag = [r for r in records if r.condition == "rag/default/bm25/none/k=2"]
+    assert all(len(r.retrieved) == 2 for r in rag) and all(
+        math.isclose(sum(r.option_probs.values()), 1) for r in rag
+    )
+    report = (out / "report.md").read_text()
+    assert "RAG vs closed-book" in report and (out / "accuracy_by_dataset.png").stat().st_size > 1000
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 3 and manifest["indexes"]["default"]["chunks"] > 0 and manifest["git_commit"]
+
+
+def test_a_changed_config_under_the_same_name_is_refused(paths, tmp_path):
+    out = tmp_path / "run"
+    run_eval(config("same", mcq=[{"dataset": "medqa", "n": 2}]), paths, out=out, progress=False,
+             generator=LetterModel())  # fmt: skip
+    with pytest.raises(ConfigError, match="different config"):
+        run_eval(config("same", mcq=[{"dataset": "medqa", "n": 3}]), paths, out=out, progress=False,
+                 generator=LetterModel())  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mcq": [{"dataset": "medqa-xl", "n": 2}]}, "unknown multiple-choice dataset"),
+        ({"mcq": [{"dataset": "pubmedqa", "n": 100000}]}, "cannot sample"),
+        ({"retrieval": [{"dataset": "nope"}], "mcq": []}, "unknown retrieval dataset"),
+    ],
+)
+def test_bad_configs_fail_before_any_work(paths, tmp_path, changes, message):
+    with pytest.raises(ConfigError, match=message):
+        run_eval(
+            config("bad", **changes), paths, out=tmp_path / "bad", progress=False, generator=LetterModel()
+        )
+    assert not (tmp_path / "bad").exists()
