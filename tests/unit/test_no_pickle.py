@@ -1,0 +1,58 @@
+"""Nothing medcite loads back may be a pickle: a pickle runs code when it is read.
+
+Scans the project's own source for the ways Python code unpickles: the pickle family of
+modules, joblib/dill/cloudpickle loaders, shelve, torch.load without weights_only=True, and
+numpy loads that allow pickles.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("rag", "corpora", "indexes", "evals", "api", "bench", "scripts")
+FORBIDDEN = {
+    "pickle module": re.compile(r"^\s*(import|from)\s+(c?pickle|dill|cloudpickle|shelve|marshal)\b", re.M),
+    "pickle call": re.compile(r"\b(c?pickle|dill|cloudpickle|joblib|marshal)\.loads?\("),
+    "shelve.open": re.compile(r"\bshelve\.open\("),
+    "numpy allow_pickle=True": re.compile(r"allow_pickle\s*=\s*True"),
+    "torch.load without weights_only=True": re.compile(r"\btorch\.load\((?![^)]*weights_only\s*=\s*True)"),
+    "pandas read_pickle": re.compile(r"\.read_pickle\("),
+}
+
+
+def sources() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+def test_the_scan_covers_the_code():
+    assert len(sources()) > 80
+
+
+@pytest.mark.parametrize("name", sorted(FORBIDDEN))
+def test_no_source_file_unpickles(name):
+    pattern = FORBIDDEN[name]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{text[: m.start()].count(chr(10)) + 1}"
+        for path in sources()
+        for text in [path.read_text(encoding="utf-8")]
+        for m in pattern.finditer(text)
+    ]
+    assert offenders == [], f"{name} in {offenders}"
+
+
+@pytest.mark.parametrize(
+    ("name", "line"),
+    [
+        ("pickle module", "import pickle"),
+        ("pickle call", "data = pickle.loads(blob)"),
+        ("numpy allow_pickle=True", "np.load(path, allow_pickle=True)"),
+        ("torch.load without weights_only=True", "state = torch.load(path)"),
+    ],
+)
+def test_the_patterns_catch_what_they_name(name, line):
+    assert FORBIDDEN[name].search(line)
+    assert not FORBIDDEN["torch.load without weights_only=True"].search("torch.load(p, weights_only=True)")
