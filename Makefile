@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.medcite-installed
 QUESTION ?= Which score is used to decide on anticoagulation in atrial fibrillation?
 
-.PHONY: setup demo test test-all lint bench clean-data
+.PHONY: setup demo test test-all lint bench serve clean-data
 
 setup: $(STAMP)
 
@@ -27,6 +27,12 @@ test: setup
 
 test-all: setup
 	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python -m bench.run_all
+
+serve: setup
+	$(BIN)/medcite serve
 
 lint: setup
 	$(BIN)/ruff check rag corpora indexes evals api tests

@@ -1,0 +1,79 @@
+"""Embedding throughput of the default embedder with and without length-sorted batching.
+
+A fixed seeded sample of real chunks (their indexed texts, as the index build embeds them) goes
+through ``indexes.embedding_cache.embed_cached`` (an empty temporary cache each time, so
+nothing is reused), once in corpus order and once sorted by length. The sample is cut into
+blocks and the two orders alternate per block (ABBA), so drift in machine load hits both alike.
+Torch uses every core, as an index build does. sentence-transformers already sorts the texts of
+each ``encode`` call by length, so the global sort only changes which texts share a 256-text
+cache batch (and so how much each model batch pads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench import corpus
+from bench.materialize import bench_dir
+from indexes import text
+from rag.config import Paths
+from rag.types import Chunk
+
+SAMPLE = 2000
+BLOCKS = 2  # each block spans several 256-text cache batches, or sorting could change nothing
+
+
+def sample_texts(n: int) -> list[str]:
+    pool = corpus.load_pool(Paths.from_env().indexes_dir, bench_dir())
+    rows = np.random.default_rng([corpus.SEED, 3]).choice(pool.size, size=n, replace=False)
+    chunks = [Chunk.from_json(json.loads(line)) for line in pool.lines(rows)]
+    return [text.indexed_text(c.title, c.section, c.text) for c in chunks]
+
+
+def run(n: int = SAMPLE) -> dict[str, Any]:
+    import torch
+
+    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedding_cache import embed_cached
+
+    texts = sample_texts(n)
+    embedder = SentenceTransformerEmbedder(threads=os.cpu_count())
+    embedder.embed(["warm up"])
+    torch.set_num_threads(os.cpu_count() or 1)  # an earlier benchmark in this process may have set 1
+    wordpieces = [len(ids) for ids in embedder._model.tokenizer(texts)["input_ids"]]
+    seconds = {"unsorted": 0.0, "sorted": 0.0}
+    per_block: list[dict[str, float]] = []
+    size = -(-n // BLOCKS)
+    for b in range(BLOCKS):
+        block = texts[b * size : (b + 1) * size]
+        order = ["unsorted", "sorted"] if b % 2 == 0 else ["sorted", "unsorted"]
+        row = {}
+        for mode in order:
+            with tempfile.TemporaryDirectory() as cache:
+                t0 = time.perf_counter()
+                embed_cached(embedder, block, Path(cache), sort_by_length=mode == "sorted", progress=False)
+                row[mode] = time.perf_counter() - t0
+            seconds[mode] += row[mode]
+        per_block.append({k: round(v, 2) for k, v in row.items()})
+    return {
+        "embedder": embedder.name,
+        "torch_threads": torch.get_num_threads(),
+        "sample": f"{n} real pool chunks (indexed text), seed {corpus.SEED}",
+        "wordpieces": {
+            "mean": round(float(np.mean(wordpieces)), 1),
+            "median": int(np.median(wordpieces)),
+            "max_seq_length": embedder.max_tokens,
+        },
+        "batch": {"cache_batch": 256, "model_batch": embedder.batch_size, "blocks": BLOCKS},
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "chunks_per_s": {k: round(n / v, 1) for k, v in seconds.items()},
+        "speedup_sorted": round(seconds["unsorted"] / seconds["sorted"], 3),
+        "per_block_seconds": per_block,
+    }
