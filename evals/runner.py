@@ -95,32 +95,43 @@ def run_mcq(
     config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator, items: dict[str, list[Any]],
     summary: RunSummary, progress: bool,
 ) -> None:  # fmt: skip
+    """Dataset by dataset, every condition of the grid: an interrupted run leaves whole paired
+    comparisons for the datasets it finished, not one arm of every dataset."""
     done = run.done_keys()
     base = load_profile(config.profile)
-    for cell in config.conditions():
-        name = cell["name"]
-        todo = [(ds, it) for ds, its in items.items() for it in its if (name, ds, it.qid) not in done]
-        stats = {"answered": 0, "skipped": sum(len(v) for v in items.values()) - len(todo), "failed": 0,
-                 "seconds": 0.0, "cache_hits": 0, "cache_misses": 0}  # fmt: skip
-        summary.conditions[name] = stats
-        if not todo:
-            continue
-        hits0, misses0, start = generator.hits, generator.misses, time.perf_counter()
-        assembled = None
-        if not cell["closed_book"]:
-            assembled = assemble(condition_profile(base, cell), paths, generator=generator)
-        try:
-            for ds, item in _progress(todo, name, progress):
-                record = _mcq_record(_answerer(generator, assembled, item), ds, item, name)
-                write_records(run.records_path, [record])
-                stats["answered"] += 1
-                stats["failed"] += record.pred is None
-        finally:
-            if assembled is not None:
-                assembled.close()
-            stats["seconds"] = round(time.perf_counter() - start, 1)
-            stats["cache_hits"] = generator.hits - hits0
-            stats["cache_misses"] = generator.misses - misses0
+    cells = config.conditions()
+    for cell in cells:
+        summary.conditions[cell["name"]] = {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0,
+                                            "cache_hits": 0, "cache_misses": 0}  # fmt: skip
+    for ds, dataset_items in items.items():
+        for cell in cells:
+            name, stats = cell["name"], summary.conditions[cell["name"]]
+            todo = [it for it in dataset_items if (name, ds, it.qid) not in done]
+            stats["skipped"] += len(dataset_items) - len(todo)
+            if todo:
+                _run_cell(cell, ds, todo, base, paths, run, generator, stats, progress)
+
+
+def _run_cell(
+    cell: dict[str, Any], ds: str, todo: list[Any], base: Profile, paths: Paths, run: RunDir,
+    generator: CachingGenerator, stats: dict[str, Any], progress: bool,
+) -> None:  # fmt: skip
+    hits0, misses0, start = generator.hits, generator.misses, time.perf_counter()
+    assembled = None
+    if not cell["closed_book"]:
+        assembled = assemble(condition_profile(base, cell), paths, generator=generator)
+    try:
+        for item in _progress(todo, f"{ds} {cell['name']}", progress):
+            record = _mcq_record(_answerer(generator, assembled, item), ds, item, cell["name"])
+            write_records(run.records_path, [record])
+            stats["answered"] += 1
+            stats["failed"] += record.pred is None
+    finally:
+        if assembled is not None:
+            assembled.close()
+        stats["seconds"] = round(stats["seconds"] + time.perf_counter() - start, 1)
+        stats["cache_hits"] += generator.hits - hits0
+        stats["cache_misses"] += generator.misses - misses0
 
 
 def open_generator(config: EvalConfig, paths: Paths) -> CachingGenerator:
