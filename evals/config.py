@@ -46,6 +46,12 @@ class RetrievalSetConfig(_Strict):
     index: tuple[str, ...] | None = None  # the indexes whose documents the qrels name; default: the grid's
 
 
+class AnswerSetConfig(_Strict):
+    dataset: str  # bioasq-ideal | pubmedqa-long
+    n: int = Field(default=10, ge=1)  # each item costs a generation plus several judge calls
+    index: tuple[str, ...] | None = None  # default: the grid's
+
+
 class Grid(_Strict):
     index: tuple[str, ...] = Field(default=("default",), min_length=1)
     mode: tuple[Literal["bm25", "dense", "hybrid"], ...] = Field(default=("hybrid",), min_length=1)
@@ -80,6 +86,11 @@ class EvalConfig(_Strict):
     retrieval: list[RetrievalSetConfig] = Field(default_factory=list)
     retrieval_grid: RetrievalGrid = Field(default_factory=RetrievalGrid)
     max_tokens: int = Field(default=1, ge=1)  # multiple choice reads one token's probabilities
+    answers: list[AnswerSetConfig] = Field(default_factory=list)  # free text, judged (RAGAS metrics)
+    answer_metrics: tuple[str, ...] = (
+        "faithfulness", "answer_relevancy", "context_precision", "context_recall",
+        "citation_precision", "citation_recall",
+    )  # fmt: skip
 
     def conditions(self) -> list[dict[str, Any]]:
         """The multiple-choice conditions: the closed-book arm first, then each grid cell."""
@@ -89,6 +100,12 @@ class EvalConfig(_Strict):
             cell = {"index": index, "mode": mode, "rerank": rerank, "k": k}
             cells.append({"name": f"rag/{index}/{mode}/{rerank}/k={k}", "closed_book": False, **cell})
         return cells
+
+    def answer_conditions(self, dataset: str) -> list[dict[str, Any]]:
+        """The RAG cells of the grid on the indexes a free-text dataset is answered from."""
+        entry = next(e for e in self.answers if e.dataset == dataset)
+        indexes = entry.index or self.grid.index
+        return [c for c in self.conditions() if not c["closed_book"] and c["index"] in indexes]
 
     def retrieval_indexes(self, dataset: str) -> tuple[str, ...]:
         """The indexes a retrieval dataset is evaluated on (its qrels name their documents)."""
@@ -128,6 +145,11 @@ def load_config(path: Path) -> EvalConfig:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid eval config {path}: {problems}") from exc
-    if not config.mcq and not config.retrieval:
-        raise ConfigError(f"{path}: names no dataset; add [[mcq]] and/or [[retrieval]] entries")
+    from evals.answer_quality import KNOWN_METRICS
+
+    unknown = sorted(set(config.answer_metrics) - set(KNOWN_METRICS))
+    if unknown:
+        raise ConfigError(f"{path}: unknown answer metric(s) {unknown}; known: {', '.join(KNOWN_METRICS)}")
+    if not config.mcq and not config.retrieval and not config.answers:
+        raise ConfigError(f"{path}: names no dataset; add [[mcq]], [[retrieval]] or [[answers]] entries")
     return config

@@ -154,6 +154,20 @@ def load_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
     return items
 
 
+def load_answer_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
+    """The seeded sample of every free-text set (answered and judged; each item is costly)."""
+    from evals.datasets import load_freetext, sample
+
+    items: dict[str, list[Any]] = {}
+    for entry in config.answers:
+        pool = load_freetext(entry.dataset, paths)
+        try:
+            items[entry.dataset] = sample(pool, entry.n, config.seed, strata=("dataset",))
+        except ValueError as exc:
+            raise ConfigError(f"answers dataset {entry.dataset}: {exc}") from exc
+    return items
+
+
 def load_sets(config: EvalConfig, paths: Paths) -> dict[str, Any]:
     """The retrieval sets, their judged queries sampled with the run's seed."""
     import dataclasses
@@ -197,9 +211,10 @@ def run_eval(
     start = time.perf_counter()
     items = load_items(config, paths)  # bad dataset names and samples fail here, before any work
     sets = load_sets(config, paths)
+    answer_items = load_answer_items(config, paths)
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
-    needs_model = bool(items) or "llm" in config.retrieval_grid.rerank
+    needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
     cache_path = paths.data_dir / "cache" / "generations.sqlite"
     model = None
     if generator is not None:
@@ -210,6 +225,10 @@ def run_eval(
     try:
         if items and model is not None:
             run_mcq(config, paths, run, model, items, summary, progress)
+        if answer_items and model is not None:
+            from evals.answers_run import run_answers
+
+            run_answers(config, paths, run, model, answer_items, summary, progress)
         if sets:
             run_retrieval(config, paths, run, model, sets, summary, progress)
     finally:
@@ -222,6 +241,7 @@ def run_eval(
                 "indexes": _index_fingerprints(config, paths),
                 "items": {ds: len(v) for ds, v in items.items()},
                 "queries": {ds: len(s.queries) for ds, s in sets.items()},
+                "answer_items": {ds: len(v) for ds, v in answer_items.items()},
                 "session": {"started": started, "seconds": round(summary.seconds, 1),
                             "conditions": summary.conditions},
             }

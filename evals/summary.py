@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from evals import plots
+from evals.answers_run import answer_metrics
 from evals.metrics.choice import accuracy
 from evals.metrics.retrieval import score_run
 from evals.records import ItemRecord
@@ -94,6 +95,7 @@ def write_summary(
         "mcq": mcq_metrics(records),
         "paired_vs_closed_book": paired_metrics(records),
         "retrieval": retrieval_metrics(records, sets),
+        "answers": answer_metrics(records),
         "cost": cost,
     }
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
@@ -157,6 +159,16 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
             for cond, per in metrics["retrieval"].items() for ds, m in per.items()
         ]  # fmt: skip
         lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
+    if metrics.get("answers"):
+        lines += ["## Free-text answers (judged by the run's model; NaN items excluded and counted)", ""]
+        rows = []
+        for cond, per in metrics["answers"].items():
+            for ds, a in per.items():
+                for m, v in a["metrics"].items():
+                    reasons = ", ".join(f"{k} {n}" for k, n in v["reasons"].items()) or "–"
+                    mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
+                    rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
+        lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
     lines += ["## Cost", ""]
     cost_rows = [
         [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
+from evals.datasets.freetext import FreeTextItem, load_bioasq_ideal, load_pubmedqa_long
 from evals.datasets.liveqa import load_liveqa
 from evals.datasets.mirage import DATASETS as MIRAGE_DATASETS
 from evals.datasets.mirage import load_mirage
@@ -44,6 +45,20 @@ RETRIEVAL_LOADERS: dict[str, Callable[[Path], RetrievalSet]] = {
 }
 
 
+FREE_TEXT_LOADERS: dict[str, Callable[[Path], list[FreeTextItem]]] = {
+    "bioasq-ideal": lambda root: load_bioasq_ideal(root / "bioasq_from_mirage"),
+    "pubmedqa-long": lambda root: load_pubmedqa_long(root / "pubmedqa"),
+}
+
+
+def load_freetext(name: str, paths: Paths) -> list[FreeTextItem]:
+    """Free-text questions with reference answers, for the answer-quality metrics."""
+    loader = FREE_TEXT_LOADERS.get(name)
+    if loader is None:
+        raise ConfigError(f"unknown free-text dataset {name!r}; known: {', '.join(FREE_TEXT_LOADERS)}")
+    return loader(paths.source_data)
+
+
 def load_mcq(name: str, paths: Paths) -> list[McqItem]:
     """The items of a multiple-choice set by name; an unknown name lists the known ones."""
     loader = MCQ_LOADERS.get(name)
@@ -69,9 +84,11 @@ def load_retrieval(name: str, paths: Paths) -> RetrievalSet:
 
 
 __all__ = [
+    "FREE_TEXT_LOADERS",
     "MCQ_LOADERS",
     "RETRIEVAL_LOADERS",
     "coverage",
+    "load_freetext",
     "load_mcq",
     "load_retrieval",
     "restrict",

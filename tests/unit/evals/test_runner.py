@@ -133,3 +133,62 @@ def test_bad_configs_fail_before_any_work(paths, tmp_path, changes, message):
             config("bad", **changes), paths, out=tmp_path / "bad", progress=False, generator=LetterModel()
         )
     assert not (tmp_path / "bad").exists()
+
+
+class WriterModel(LetterModel):
+    """Answers with a cited sentence, splits statements, and says yes to every judgement."""
+
+    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        from rag.types import Generation
+
+        prompt = messages[-1].content
+        if "Statements:" in prompt:
+            text = "- Anticoagulation is decided with a risk score."
+        elif "Write" in prompt and "questions" in prompt:
+            text = "Q: How is anticoagulation decided?\nNoncommittal: no"
+        else:
+            text = "Anticoagulation is decided with the CHA2DS2-VASc score [1]."
+        return Generation(text=text, prompt_tokens=50, completion_tokens=10, seconds=0.0)
+
+    def next_token_logprobs(self, messages, candidates):
+        self.calls += 1
+        return {c: (-0.1 if c.lower() == "yes" else -3.0) for c in candidates}
+
+
+def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_path, monkeypatch):
+    from evals.datasets import FREE_TEXT_LOADERS
+    from evals.datasets.freetext import FreeTextItem
+
+    questions = [
+        FreeTextItem("af", "q1", "How is anticoagulation in atrial fibrillation decided?", "CHA2DS2-VASc."),
+        FreeTextItem("af", "q2", "Zxqv wobble?", None),  # nothing to retrieve: an abstention
+    ]
+    monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda root: questions)
+    cfg = config("answers", mcq=[], answers=[{"dataset": "af", "n": 2}],
+                 grid={"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [2]})  # fmt: skip
+    out = tmp_path / "answers"
+    run_eval(cfg, paths, out=out, progress=False, generator=WriterModel())
+    records = {r.qid: r for r in read_records(out / "records.jsonl")}
+    answered, abstained = records["q1"], records["q2"]
+    assert (
+        answered.extra["mode"] == "rag"
+        and answered.citations
+        and answered.extra["reference"] == "CHA2DS2-VASc."
+    )
+    assert answered.extra["quality"]["faithfulness"] == 1.0  # one statement, judged supported
+    assert answered.extra["quality"]["answer_relevancy"] is None  # BM25-only index: no embedder
+    assert answered.extra["quality_nan_reasons"]["answer_relevancy"] == "no embedder"
+    assert abstained.extra["mode"] == "abstained"
+    assert abstained.extra["quality_nan_reasons"]["faithfulness"] == "no contexts"
+    summary = json.loads((out / "metrics.json").read_text())["answers"]["answers/default/bm25/none/k=2"]["af"]
+    assert summary["modes"] == {"rag": 1, "abstained": 1}
+    assert summary["metrics"]["faithfulness"] == {
+        "mean": 1.0,
+        "n_valid": 1,
+        "n_nan": 1,
+        "reasons": {"no contexts": 1},
+    }
+    assert "Free-text answers" in (out / "report.md").read_text()
+    again = WriterModel()
+    run_eval(cfg, paths, out=out, progress=False, generator=again)
+    assert again.calls == 0  # finished items are neither answered nor judged again

@@ -1,0 +1,139 @@
+"""Free-text answers, judged: each question answered by the pipeline, then scored at once.
+
+Per item: ``Pipeline.answer`` (retrieval, reranking, cited generation, verification), then
+``evals.answer_quality.evaluate_answers`` on that one item with the run's model as the judge
+and the index's embedder, so the record written for the item already carries its scores (NaN
+with a reason where a metric is undefined) and a resumed run re-judges nothing it finished.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from typing import Any
+
+from tqdm import tqdm
+
+from evals.answer_quality import AnswerItem, evaluate_answers
+from evals.config import EvalConfig
+from evals.generation_cache import CachingGenerator
+from evals.records import ItemRecord, write_records
+from evals.rundir import RunDir
+from rag.assemble import assemble
+from rag.config import Paths
+from rag.errors import MedciteError
+from rag.profile import load_profile
+
+
+def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition: str, config: EvalConfig,
+                  paths: Paths) -> ItemRecord:  # fmt: skip
+    start = time.perf_counter()
+    try:
+        answer = assembled.pipeline.answer(item.question)
+    except MedciteError as exc:
+        return ItemRecord(
+            dataset=item.dataset, qid=item.qid, condition=condition, error=f"{type(exc).__name__}: {exc}"
+        )
+    seconds = time.perf_counter() - start
+    contexts = tuple(h.chunk.text for h in answer.evidence)
+    metrics = [m for m in config.answer_metrics if assembled.embedder is not None or m != "answer_relevancy"]
+    scored = evaluate_answers(
+        [AnswerItem(item.question, answer.text, contexts, item.reference, answer, item.qid)],
+        judge, assembled.embedder, paths.data_dir / "cache" / "judge.sqlite", metrics,
+    )  # fmt: skip
+    row = scored.rows[0]
+    scores, reasons = dict(row.scores), dict(row.reasons)
+    for missing in set(config.answer_metrics) - set(metrics):  # a BM25-only index has no embedder
+        scores[missing], reasons[missing] = math.nan, "no embedder"
+    return ItemRecord(
+        dataset=item.dataset,
+        qid=item.qid,
+        condition=condition,
+        answer=answer.text,
+        citations=tuple(c.chunk_id for c in answer.citations),
+        retrieved=tuple((h.chunk.chunk_id, round(float(h.score), 6)) for h in answer.evidence),
+        latency_s=round(seconds, 3),
+        extra={
+            "mode": answer.mode,
+            "notes": list(answer.notes),
+            "reference": item.reference,
+            "quality": {k: (v if math.isfinite(v) else None) for k, v in scores.items()},
+            "quality_nan_reasons": reasons,
+            "judge_seconds": round(time.perf_counter() - start - seconds, 3),
+        },
+    )
+
+
+def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator,
+                items: dict[str, list[Any]], summary: Any, progress: bool) -> None:  # fmt: skip
+    from evals.runner import condition_profile
+
+    done = run.done_keys()
+    base = load_profile(config.profile)
+    for ds, dataset_items in items.items():
+        for cell in config.answer_conditions(ds):
+            name = f"answers/{cell['name'].removeprefix('rag/')}"
+            fresh = {
+                "answered": 0,
+                "skipped": 0,
+                "failed": 0,
+                "seconds": 0.0,
+                "cache_hits": 0,
+                "cache_misses": 0,
+            }
+            stats = summary.conditions.setdefault(name, fresh)
+            todo = [it for it in dataset_items if (name, ds, it.qid) not in done]
+            stats["skipped"] += len(dataset_items) - len(todo)
+            if not todo:
+                continue
+            start, hits0, misses0 = time.perf_counter(), generator.hits, generator.misses
+            assembled = assemble(condition_profile(base, cell), paths, generator=generator)
+            try:
+                for item in tqdm(
+                    todo, desc=f"{ds} {name}", unit="q", disable=not progress, dynamic_ncols=True
+                ):
+                    record = answer_record(assembled, generator, item, name, config, paths)
+                    write_records(run.records_path, [record])
+                    stats["answered"] += 1
+                    stats["failed"] += record.error is not None
+            finally:
+                assembled.close()
+                stats["seconds"] = round(stats["seconds"] + time.perf_counter() - start, 1)
+                stats["cache_hits"] += generator.hits - hits0
+                stats["cache_misses"] += generator.misses - misses0
+
+
+def answer_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
+    """Per condition and dataset: each metric's mean over valid items, with NaN counts and reasons."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if not r.condition.startswith("answers/"):
+            continue
+        blank: dict[str, Any] = {"n": 0, "failed": 0, "modes": Counter(), "values": {}, "reasons": {}}
+        entry = out.setdefault(r.condition, {}).setdefault(r.dataset, blank)
+        entry["n"] += 1
+        if r.error:
+            entry["failed"] += 1
+            continue
+        entry["modes"][r.extra.get("mode", "?")] += 1
+        for metric, value in (r.extra.get("quality") or {}).items():
+            entry["values"].setdefault(metric, [])
+            if value is None:
+                reason = (r.extra.get("quality_nan_reasons") or {}).get(metric, "undefined")
+                entry["reasons"].setdefault(metric, Counter())[reason] += 1
+            else:
+                entry["values"][metric].append(float(value))
+    for per in out.values():
+        for ds, e in per.items():
+            metrics = {}
+            for m, values in e["values"].items():
+                reasons = e["reasons"].get(m, Counter())
+                metrics[m] = {
+                    "mean": round(sum(values) / len(values), 4) if values else None,
+                    "n_valid": len(values),
+                    "n_nan": sum(reasons.values()),
+                    "reasons": dict(reasons),
+                }
+            per[ds] = {"n": e["n"], "failed": e["failed"], "modes": dict(e["modes"]), "metrics": metrics}
+    return out
