@@ -126,16 +126,20 @@ def load_config(path: Path) -> EvalConfig:
     """Parse a TOML or YAML config; ConfigError names the file and every problem."""
     if not path.is_file():
         raise ConfigError(f"no eval config at {path}; see evals/configs/ for examples")
-    text = path.read_text(encoding="utf-8")
+    # UnicodeDecodeError (a file not in UTF-8) is a ValueError; YAML has its own error class
+    parse_errors: tuple[type[Exception], ...] = (OSError, tomllib.TOMLDecodeError, ValueError)
+    if path.suffix in {".yaml", ".yml"}:
+        yaml: Any = require("yaml", package="pyyaml", extra="eval")
+        parse_errors += (yaml.YAMLError,)
     try:
+        text = path.read_text(encoding="utf-8")
         if path.suffix in {".yaml", ".yml"}:
-            yaml: Any = require("yaml", package="pyyaml", extra="eval")
             raw = yaml.safe_load(text) or {}
         elif path.suffix == ".toml":
             raw = tomllib.loads(text)
         else:
             raise ConfigError(f"{path}: an eval config is a .toml or .yaml file")
-    except (tomllib.TOMLDecodeError, ValueError) as exc:
+    except parse_errors as exc:
         raise ConfigError(f"cannot parse {path}: {exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the config must be a table of settings")

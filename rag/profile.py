@@ -20,7 +20,9 @@ PROFILES_DIR = Path(__file__).parent / "profiles"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN or infinite numbers (TOML has nan and inf) would pass unconstrained fields such as the
+    # fusion weights and silently corrupt every ranking
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class RetrievalConfig(_Strict):
@@ -89,7 +91,7 @@ def load_profile(name_or_path: str | Path = "default") -> Profile:
         )
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read profile {path}: {exc}") from exc
     raw.setdefault("name", path.stem)
     try:

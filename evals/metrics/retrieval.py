@@ -83,7 +83,9 @@ def ndcg_at_k(
     """
     _check_k(k)
     queries = list(queries if queries is not None else qrels)
-    discount = 1.0 / np.log2(np.arange(2, k + 2))
+    # no more discounts than the longest ranking or judgement list uses: k may be huge
+    longest = max((max(len(qrels[q]), len(run.get(q, ()))) for q in queries), default=0)
+    discount = 1.0 / np.log2(np.arange(2, min(k, longest) + 2))
     out = np.zeros(len(queries), dtype=np.float64)
     for i, qid in enumerate(queries):
         grades = {d: g for d, g in qrels[qid].items() if g > 0}
@@ -176,7 +178,8 @@ def score_run(
     out: dict[str, np.ndarray] = {}
     for name in metrics:
         base, _, cut = name.partition("@")
-        if base not in _METRICS or (base in _NEEDS_K and not cut) or (cut and not cut.isdigit()):
+        bad_cut = bool(cut) and not (cut.isascii() and cut.isdigit())  # str.isdigit() also takes "²"
+        if base not in _METRICS or (base in _NEEDS_K and not cut) or bad_cut:
             known = ", ".join(f"{m}@k" if m in _NEEDS_K else f"{m}[@k]" for m in _METRICS)
             raise ValueError(f"unknown metric {name!r}; use one of: {known}")
         k = int(cut) if cut else None
