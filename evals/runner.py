@@ -274,3 +274,36 @@ def _index_fingerprints(config: EvalConfig, paths: Paths) -> dict[str, Any]:
             "embedder": embedder,
         }
     return out
+
+
+def report_run(folder: Path, paths: Paths) -> Path:
+    """Recompute metrics.json, run.trec and report.md from a run directory's records.
+
+    For a run that was stopped part-way: the summary covers the items finished so far (a
+    comparison pairs only items both arms answered, and says how many were unpaired).
+    """
+    import json
+
+    from evals.retrieval_run import write_trec
+    from evals.summary import write_summary
+
+    stored = folder / "config.json"
+    if not stored.is_file():
+        raise ConfigError(f"{folder} is not a run directory (no config.json); give the folder eval run wrote")
+    config = EvalConfig.model_validate(json.loads(stored.read_text(encoding="utf-8")))
+    run = RunDir(folder)
+    records = run.records()
+    if not records:
+        raise ConfigError(f"{folder} has no finished items yet; nothing to report")
+    manifest_path = folder / "manifest.json"
+    cost: dict[str, Any] = {}
+    if manifest_path.is_file():
+        for session in json.loads(manifest_path.read_text(encoding="utf-8")).get("sessions", []):
+            for name, c in (session.get("conditions") or {}).items():
+                total = cost.setdefault(name, {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0,
+                                               "cache_hits": 0, "cache_misses": 0})  # fmt: skip
+                for key in ("answered", "failed", "seconds", "cache_hits", "cache_misses"):
+                    total[key] += c.get(key, 0)
+    write_trec(records, folder / "run.trec")
+    write_summary(folder, records, load_sets(config, paths), cost)
+    return folder / "report.md"

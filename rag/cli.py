@@ -104,6 +104,8 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("run_a", help="run directory, or DIR#CONDITION to pick one of its conditions")
     compare.add_argument("run_b", help="run directory, or DIR#CONDITION")
     compare.add_argument("--markdown", action="store_true")
+    report = evaluate.add_parser("report", help="summarise a run directory (also one stopped part-way)")
+    report.add_argument("run_dir", type=Path)
     mirage = evaluate.add_parser("import-mirage", help="MIRAGE's published GPT-3.5/GPT-4 predictions as runs")
     mirage.add_argument(
         "--out", type=Path, help="folder for the runs (default: $MEDCITE_DATA_DIR/runs/mirage)"
@@ -267,6 +269,13 @@ def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
     return 0
 
 
+def _cmd_eval_report(args: argparse.Namespace, paths: Paths) -> int:
+    from evals.runner import report_run
+
+    print(f"report: {report_run(args.run_dir, paths)}")
+    return 0
+
+
 def _cmd_eval_compare(args: argparse.Namespace, paths: Paths) -> int:
     from evals.compare import compare_runs
 
@@ -314,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serve": _cmd_serve,
         "eval run": _cmd_eval_run,
         "eval compare": _cmd_eval_compare,
+        "eval report": _cmd_eval_report,
         "eval import-mirage": _cmd_eval_import,
     }
     key = f"{args.command} {args.action}" if getattr(args, "action", None) else args.command
@@ -324,7 +334,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print(
-            "medcite: interrupted; finished embedding batches are cached and will be reused", file=sys.stderr
+            "medcite: interrupted; finished work is kept (embedding batches, eval items): run the same "
+            "command again to resume, or `medcite eval report RUN_DIR` to summarise a stopped run",
+            file=sys.stderr,
         )
         return 130
 

@@ -10,7 +10,7 @@ import pytest
 
 from evals.config import EvalConfig
 from evals.records import read_records
-from evals.runner import condition_profile, run_eval
+from evals.runner import condition_profile, report_run, run_eval
 from rag.config import Paths
 from rag.errors import ConfigError
 from rag.indexing import build_from_cli
@@ -78,6 +78,9 @@ def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp
         run_eval(cfg, paths, out=out, progress=False, generator=LetterModel(budget=10))
     kept = list(read_records(out / "records.jsonl"))
     assert len(kept) == 10  # every finished item was written before the interruption
+    report_run(out, paths)  # a stopped run can be summarised as it stands
+    partial = json.loads((out / "metrics.json").read_text())
+    assert partial["mcq"]["closed-book"]["medqa"]["n"] == 5 and "pubmedqa" not in partial["mcq"]["closed-book"]
 
     model = LetterModel()
     summary = run_eval(cfg, paths, out=out, progress=False, generator=model)
