@@ -70,6 +70,8 @@ def run_retrieval(
         if not todo:
             continue
         start = time.perf_counter()
+        hits0 = generator.hits if generator is not None else 0
+        misses0 = generator.misses if generator is not None else 0
         index, embedder = open_index(paths, cell["index"], with_embedder=cell["mode"] != "bm25")
         try:
             retriever = make_retriever(
@@ -100,6 +102,9 @@ def run_retrieval(
         finally:
             index.close()
             stats["seconds"] = round(time.perf_counter() - start, 1)
+            if generator is not None:
+                stats["cache_hits"] = generator.hits - hits0
+                stats["cache_misses"] = generator.misses - misses0
 
 
 def write_trec(records: list[ItemRecord], path: Path) -> int:

@@ -9,6 +9,7 @@ Cost: wall time per condition and the median seconds per item.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -66,10 +67,28 @@ def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> 
     return out
 
 
+def _with_rerank_baselines(retrieval: list[ItemRecord]) -> list[ItemRecord]:
+    """Add, for each reranked cell run on a subset of queries, its unreranked cell on the same
+    queries (``.../none [same queries as .../llm]``), so the two rows compare like with like."""
+    grouped = _group(retrieval)
+    extra: list[ItemRecord] = []
+    for cond, per in grouped.items():
+        if not cond.endswith("/llm"):
+            continue
+        base = cond.removesuffix("/llm") + "/none"
+        for ds, rows in per.items():
+            subset = {r.qid for r in rows}
+            baseline = [r for r in grouped.get(base, {}).get(ds, []) if r.qid in subset]
+            if baseline and len(baseline) < len(grouped[base][ds]):
+                label = f"{base} [same queries as {cond.rsplit('/', 1)[-1]}]"
+                extra += [dataclasses.replace(r, condition=label) for r in baseline]
+    return retrieval + extra
+
+
 def retrieval_metrics(records: list[ItemRecord], sets: dict[str, RetrievalSet]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    retrieval = [r for r in records if r.condition.startswith("retrieval/")]
-    for cond, per in _group(retrieval).items():
+    retrieval = _with_rerank_baselines([r for r in records if r.condition.startswith("retrieval/")])
+    for cond, per in sorted(_group(retrieval).items()):
         out[cond] = {}
         for ds, rows in sorted(per.items()):
             rset = sets.get(ds)
