@@ -79,10 +79,30 @@ def _section_windows(
         stop = min(i + config.max_tokens, len(tokens))
         if stop < len(tokens):
             stop = _best_cut(body, tokens, i, stop)
+            stop = _back_to_character(tokens, i, stop)
         yield base + tokens[i][0], base + tokens[stop - 1][1]
         if stop == len(tokens):
             return
         i = max(stop - config.overlap, i + 1)
+        while i < stop and _inside_character(tokens, i):  # start on a character's first piece
+            i += 1
+
+
+def _inside_character(tokens: list[tuple[int, int]], k: int) -> bool:
+    """Whether token ``k`` continues the character of token ``k - 1``.
+
+    Wordpieces of one character (a Hangul syllable is three jamo pieces) share its span; a cut
+    between them would keep the whole character on both sides and overrun the token budget.
+    """
+    return 0 < k < len(tokens) and tokens[k][0] < tokens[k - 1][1]
+
+
+def _back_to_character(tokens: list[tuple[int, int]], lo: int, stop: int) -> int:
+    """Move a window end back to the nearest character boundary (unchanged if there is none)."""
+    k = stop
+    while k > lo + 1 and _inside_character(tokens, k):
+        k -= 1
+    return k if not _inside_character(tokens, k) else stop
 
 
 def _best_cut(body: str, tokens: list[tuple[int, int]], lo: int, hi: int) -> int:

@@ -87,19 +87,12 @@ def test_real_wordpiece_offsets_chunk_any_unicode(bodies, repeat, max_tokens, da
     config = ChunkerConfig(max_tokens=max_tokens, overlap=overlap)
     doc = make_doc("p:2", {f"s{i}": body * repeat for i, body in enumerate(bodies)})
     chunks = chunk_document(doc, wordpiece(), config)
-    # The token budget is checked apart (below): it fails for characters of several wordpieces.
-    check_chunks(doc, chunks, wordpiece(), config, budget=False)
+    check_chunks(doc, chunks, wordpiece(), config)
     assert chunk_document(doc, wordpiece(), config) == chunks
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7 bug: a window cut between two wordpieces of one character (Hangul syllables are "
-    "three jamo pieces, all with the span of the syllable) ends at the character's end, so the chunk "
-    "holds up to (pieces per character - 1) tokens more than max_tokens and the next window repeats "
-    "that character. Fix: move the cut back to a character boundary in corpora/chunking._section_windows",
-)
 def test_wordpiece_window_never_exceeds_the_token_budget():
+    # Windows are cut at character boundaries: a Hangul syllable's three pieces stay together.
     doc = make_doc("ko", {"A": "한" * 9})  # 27 wordpieces, 3 per syllable, all spanning the syllable
     config = ChunkerConfig(max_tokens=8, overlap=0)
     assert len(wordpiece()("한")) == 3
