@@ -43,7 +43,7 @@ class ApiSettings(BaseSettings):
     generator_backend: Literal["llama-cpp", "openai"] | None = None  # overrides the profiles'
     generator_url: str | None = None  # e.g. http://llm:8080/v1 for the openai backend
     generator_model: str | None = None
-    generator_timeout_s: float | None = Field(default=None, gt=0)
+    generator_timeout_s: float | None = Field(default=None, gt=0, le=3600)
 
     # Access.
     api_keys: Annotated[list[str], NoDecode] = []
@@ -59,7 +59,7 @@ class ApiSettings(BaseSettings):
     # Generation queue: the local model runs one request at a time.
     generation_concurrency: int = Field(default=1, ge=1)
     queue_limit: int = Field(default=4, ge=0)  # requests allowed to wait; one more gets 429
-    queue_timeout_s: float = Field(default=300.0, gt=0)  # waited longer: 503 with Retry-After
+    queue_timeout_s: float = Field(default=300.0, gt=0, le=3600)  # waited longer: 503 with Retry-After
     retry_after_s: int = Field(default=30, ge=1)
 
     log_questions: bool = False  # questions may carry patient data

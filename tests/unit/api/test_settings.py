@@ -33,6 +33,7 @@ def test_keys_and_origins_come_comma_separated_from_the_environment(monkeypatch)
         ({"env": "development", "generator_backend": "openai"}, "needs MEDCITE_GENERATOR_URL"),
         ({"env": "development", "max_k": 0}, "MEDCITE_MAX_K"),
         ({"env": "staging"}, "MEDCITE_ENV"),
+        ({"env": "development", "queue_timeout_s": float("inf")}, "MEDCITE_QUEUE_TIMEOUT_S"),
     ],
 )
 def test_unsafe_or_invalid_settings_are_named(overrides, message):
