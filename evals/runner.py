@@ -304,6 +304,13 @@ def report_run(folder: Path, paths: Paths) -> Path:
                                                "cache_hits": 0, "cache_misses": 0})  # fmt: skip
                 for key in ("answered", "failed", "seconds", "cache_hits", "cache_misses"):
                     total[key] += c.get(key, 0)
+    if not cost:  # a run killed before it could write its manifest: time from the records
+        for r in records:
+            c = cost.setdefault(r.condition, {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0,
+                                              "cache_hits": 0, "cache_misses": 0})  # fmt: skip
+            c["answered"] += 1
+            c["failed"] += r.pred is None and r.gold is not None
+            c["seconds"] = round(c["seconds"] + r.latency_s, 1)
     write_trec(records, folder / "run.trec")
     write_summary(folder, records, load_sets(config, paths), cost)
     return folder / "report.md"

@@ -257,9 +257,19 @@ def _cmd_sources(args: argparse.Namespace, paths: Paths) -> int:
     return 0
 
 
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
+    import signal
+
     from evals.config import load_config
     from evals.runner import run_eval
+
+    # A scheduler or `kill` stops a run with SIGTERM (and a background job ignores SIGINT): end it
+    # like Ctrl-C, so the manifest records the session; finished items are on disk either way.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
 
     summary = run_eval(
         load_config(args.config), paths, out=args.out, restart=args.restart, progress=not args.quiet
