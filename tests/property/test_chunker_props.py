@@ -87,7 +87,9 @@ def test_real_wordpiece_offsets_chunk_any_unicode(bodies, repeat, max_tokens, da
     config = ChunkerConfig(max_tokens=max_tokens, overlap=overlap)
     doc = make_doc("p:2", {f"s{i}": body * repeat for i, body in enumerate(bodies)})
     chunks = chunk_document(doc, wordpiece(), config)
-    check_chunks(doc, chunks, wordpiece(), config)
+    # No budget check here: a chunk's text re-tokenized on its own can split differently than in
+    # context ("0UW:0" inside a longer run); the budget is checked on windows in the test below.
+    check_chunks(doc, chunks, wordpiece(), config, budget=False)
     assert chunk_document(doc, wordpiece(), config) == chunks
 
 
