@@ -8,7 +8,9 @@
                   report.md        tables and the PNG plots beside it
 
 Re-running a config resumes: records already written are skipped. A changed config under the
-same name is refused, so two different experiments never mix in one directory.
+same name is refused, so two different experiments never mix in one directory. Fields added to
+EvalConfig after a run started take their defaults when the stored config is read back, so a
+newer medcite resumes an older run of the same experiment.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class RunDir:
         stored = folder / "config.json"
         resolved = config.model_dump(mode="json")
         if stored.is_file() and not restart:
-            if json.loads(stored.read_text(encoding="utf-8")) != resolved:
+            if _stored_config(stored) != resolved:
                 raise ConfigError(
                     f"{folder} holds a run of a different config named {config.name!r}; "
                     "rename the config, or pass --restart to discard that run"
@@ -99,3 +101,12 @@ class RunDir:
         merged = {**previous, **base, **manifest, "sessions": [*sessions, manifest.get("session", {})]}
         merged.pop("session", None)
         path.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+
+
+def _stored_config(path: Path) -> dict[str, Any] | None:
+    """The stored config re-resolved with today's defaults; None when it no longer validates."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        return EvalConfig.model_validate(raw).model_dump(mode="json")
+    except (ValueError, TypeError):
+        return None

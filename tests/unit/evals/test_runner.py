@@ -122,6 +122,18 @@ def test_a_changed_config_under_the_same_name_is_refused(paths, tmp_path):
                  generator=LetterModel())  # fmt: skip
 
 
+def test_a_run_from_before_a_config_field_existed_still_resumes(paths, tmp_path):
+    out = tmp_path / "run"
+    cfg = config("older", mcq=[{"dataset": "medqa", "n": 2}])
+    run_eval(cfg, paths, out=out, progress=False, generator=LetterModel())
+    stored = json.loads((out / "config.json").read_text())
+    del stored["answer_metrics"]  # written by a medcite that had no such field
+    (out / "config.json").write_text(json.dumps(stored))
+    model = LetterModel()
+    run_eval(cfg, paths, out=out, progress=False, generator=model)
+    assert model.calls == 0  # every record was kept, nothing re-scored
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
