@@ -1,4 +1,4 @@
-"""Request dependencies: the server state and bearer-key authentication."""
+"""Request dependencies: the server state, bearer-key authentication and per-client rate limits."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.errors import ApiError
+from api.ratelimit import client_identity
 from api.state import ServerState
 
 bearer = HTTPBearer(auto_error=False, description="one of the keys in MEDCITE_API_KEYS")
@@ -42,6 +43,18 @@ def require_key(
         matched |= secrets.compare_digest(offered, key.encode())
     if not matched:
         raise ApiError(401, "invalid API key", "invalid_api_key", challenge)
+
+
+def require_client(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> None:
+    """An authenticated client within its rate limit (401 first, then 429 with Retry-After)."""
+    require_key(request, credentials)
+    limiter = get_state(request).rate_limiter
+    if limiter is not None:
+        key = credentials.credentials if credentials is not None else None
+        address = request.client.host if request.client is not None else None
+        limiter.check(client_identity(key, address))
 
 
 StateDep = Annotated[ServerState, Depends(get_state)]

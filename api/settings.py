@@ -61,6 +61,9 @@ class ApiSettings(BaseSettings):
     queue_limit: int = Field(default=4, ge=0)  # requests allowed to wait; one more gets 429
     queue_timeout_s: float = Field(default=300.0, gt=0, le=3600)  # waited longer: 503 with Retry-After
     retry_after_s: int = Field(default=30, ge=1)
+    # Per client (API key, or address without keys); 0 turns the limit off.
+    rate_limit_per_minute: int = Field(default=600, ge=0)
+    rate_limit_burst: int = Field(default=60, ge=1)
 
     log_questions: bool = False  # questions may carry patient data
 

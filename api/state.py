@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api.gate import GenerationGate
+from api.ratelimit import RateLimiter
 from api.settings import ApiSettings
 from indexes.manifest import read_manifest, verify_files
 from rag.assemble import Assembled, assemble, describe, make_generator
@@ -57,6 +58,7 @@ class ServerState:
     settings: ApiSettings
     served: dict[str, Served]
     gate: GenerationGate
+    rate_limiter: RateLimiter | None = None
     started: float = field(default_factory=time.time)
 
     def get(self, model: str | None) -> Served:
@@ -135,6 +137,9 @@ def load_state(settings: ApiSettings, assembler: Assembler | None = None) -> Ser
         for name in settings.profiles:
             assembled = build(profile_for(settings, name))
             assembled.pipeline = assembled.pipeline.with_settings(degrade_on_generator_error=False)
+            # Serve from memory: files truncated, deleted or swapped later must not crash (SIGBUS
+            # on a truncated mapping) or change answers; /ready reports such damage.
+            assembled.index.detach()
             served[assembled.profile.name] = Served(assembled)
     except BaseException:
         for s in served.values():

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from api.completions import AbstainHoldBack, ChunkWriter, completion_body
-from api.deps import StateDep, require_key
+from api.deps import StateDep, require_client
 from api.errors import ApiError, classify, public_message, request_id_of
 from api.gate import Slot
 from api.runner import ClientGone, PipelineRun
@@ -66,7 +66,7 @@ def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSetting
     return changes
 
 
-@router.post("/v1/chat/completions", dependencies=[Depends(require_key)], responses=ERRORS, tags=["openai"])
+@router.post("/v1/chat/completions", dependencies=[Depends(require_client)], responses=ERRORS, tags=["openai"])
 async def chat_completions(body: ChatRequest, request: Request, state: StateDep) -> Response:
     served = state.get(body.model)
     question, history = split_turns(body.messages, state.settings)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
-from api.deps import StateDep, require_key
-from api.schemas import Health, ModelList, ModelOut, Ready
+from api.deps import StateDep, require_client
+from api.schemas import ErrorBody, Health, ModelList, ModelOut, Ready
 
 router = APIRouter()
 
@@ -25,7 +25,13 @@ def ready(state: StateDep) -> JSONResponse:
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)
 
 
-@router.get("/v1/models", response_model=ModelList, dependencies=[Depends(require_key)], tags=["openai"])
+@router.get(
+    "/v1/models",
+    response_model=ModelList,
+    dependencies=[Depends(require_client)],
+    responses={code: {"model": ErrorBody} for code in (401, 429)},
+    tags=["openai"],
+)
 def models(state: StateDep) -> ModelList:
     """The pipeline profiles this server answers with; pass one as ``model``."""
     return ModelList(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import StateDep, require_key
+from api.deps import StateDep, require_client
 from api.errors import ApiError
 from api.schemas import ChunkOut, ErrorBody, RetrieveRequest, RetrieveResponse
 from rag.render import hit_to_dict
@@ -21,8 +21,8 @@ router = APIRouter()
 @router.post(
     "/v1/retrieve",
     response_model=RetrieveResponse,
-    dependencies=[Depends(require_key)],
-    responses={code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 503)},
+    dependencies=[Depends(require_client)],
+    responses={code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)},
     tags=["medcite"],
 )
 async def retrieve(body: RetrieveRequest, state: StateDep) -> RetrieveResponse:

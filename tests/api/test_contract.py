@@ -17,7 +17,9 @@ OPERATIONS = [("/health", "GET"), ("/ready", "GET"), ("/v1/models", "GET"), ("/v
 
 @pytest.fixture(scope="module")
 def api_schema(bm25_paths):
-    config = ApiSettings(env="production", api_keys=[KEY], profiles=["fast"], max_k=50)
+    config = ApiSettings(
+        env="production", api_keys=[KEY], profiles=["fast"], max_k=50, rate_limit_per_minute=0
+    )
     with live_server(config, scripted_assembler(bm25_paths, ScriptedGenerator("unused [1]"))) as (url, _):
         yield schemathesis.openapi.from_url(f"{url}/openapi.json")
 

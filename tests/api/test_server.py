@@ -22,7 +22,8 @@ REPLY = "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation [1
 
 def settings(**changes) -> ApiSettings:
     base = {"env": "production", "api_keys": [KEY], "profiles": ["fast"], "max_body_bytes": 8192,
-            "max_question_chars": 500, "max_k": 20, "max_tokens": 300, "queue_limit": 1}  # fmt: skip
+            "max_question_chars": 500, "max_k": 20, "max_tokens": 300, "queue_limit": 1,
+            "rate_limit_per_minute": 0}  # fmt: skip
     return ApiSettings(**{**base, **changes})
 
 
@@ -264,3 +265,23 @@ def test_abstention_token_never_reaches_a_streaming_client(bm25_paths):
     assert "INSUFFICIENT" not in text and "do not" in text.lower()
     final = next(c for c in chunks if c.model_extra.get("medcite"))
     assert final.model_extra["medcite"]["mode"] == "abstained" and final.model_extra["citations"] == []
+
+
+def test_each_key_has_its_own_rate_limit_and_health_is_never_limited(bm25_paths):
+    other = "sk-medcite-second-client-key"
+    limited = settings(api_keys=[KEY, other], rate_limit_per_minute=6, rate_limit_burst=2)
+    with live_server(limited, scripted_assembler(bm25_paths, ScriptedGenerator(REPLY))) as (url, _):
+        body = {"query": QUESTION, "k": 3}
+
+        def post(key: str) -> httpx.Response:
+            return httpx.post(f"{url}/v1/retrieve", json=body, headers={"Authorization": f"Bearer {key}"})
+
+        assert [post(KEY).status_code for _ in range(2)] == [200, 200]
+        refused = post(KEY)
+        assert refused.status_code == 429
+        assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+        assert 1 <= int(refused.headers["Retry-After"]) <= 10  # a token every 10 s
+        assert post(other).status_code == 200  # another client is not held back
+        assert httpx.get(f"{url}/health").status_code == 200
+        with pytest.raises(openai.RateLimitError):
+            client(url).models.list()
