@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.medcite-installed
 QUESTION ?= Which score is used to decide on anticoagulation in atrial fibrillation?
 
-.PHONY: setup demo test test-all lint bench serve clean-data
+.PHONY: setup demo test test-all lint audit bench serve clean-data
 
 setup: $(STAMP)
 
@@ -35,8 +35,13 @@ serve: setup
 	$(BIN)/medcite serve
 
 lint: setup
-	$(BIN)/ruff check rag corpora indexes evals api tests
+	$(BIN)/ruff check rag corpora indexes evals api tests scripts
 	$(BIN)/mypy rag corpora indexes evals api
+
+# Known vulnerabilities in the installed packages (PyPI's advisory records); triage in
+# scripts/audit-ignore.toml, explained in docs/reliability.md.
+audit: setup
+	$(BIN)/python scripts/audit_deps.py --out data/audit/dependencies.json
 
 clean-data:
 	rm -rf data

@@ -66,7 +66,9 @@ def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSetting
     return changes
 
 
-@router.post("/v1/chat/completions", dependencies=[Depends(require_client)], responses=ERRORS, tags=["openai"])
+@router.post(
+    "/v1/chat/completions", dependencies=[Depends(require_client)], responses=ERRORS, tags=["openai"]
+)
 async def chat_completions(body: ChatRequest, request: Request, state: StateDep) -> Response:
     served = state.get(body.model)
     question, history = split_turns(body.messages, state.settings)

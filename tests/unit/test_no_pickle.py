@@ -21,6 +21,9 @@ FORBIDDEN = {
     "numpy allow_pickle=True": re.compile(r"allow_pickle\s*=\s*True"),
     "torch.load without weights_only=True": re.compile(r"\btorch\.load\((?![^)]*weights_only\s*=\s*True)"),
     "pandas read_pickle": re.compile(r"\.read_pickle\("),
+    # diskcache (a llama-cpp-python dependency) pickles by default: CVE-2025-69872, triaged in
+    # scripts/audit-ignore.toml on the grounds that nothing here opens one.
+    "diskcache or llama.cpp's disk cache": re.compile(r"\bdiskcache\b|LlamaDiskCache"),
 }
 
 
@@ -51,6 +54,7 @@ def test_no_source_file_unpickles(name):
         ("pickle call", "data = pickle.loads(blob)"),
         ("numpy allow_pickle=True", "np.load(path, allow_pickle=True)"),
         ("torch.load without weights_only=True", "state = torch.load(path)"),
+        ("diskcache or llama.cpp's disk cache", "llm.set_cache(llama_cpp.LlamaDiskCache(path))"),
     ],
 )
 def test_the_patterns_catch_what_they_name(name, line):
