@@ -33,6 +33,20 @@ log = logging.getLogger("medcite.api")
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503, 504)
 }
+# One server-sent event: `data` is a chat.completion.chunk or an error object as JSON, or [DONE].
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"data": {"type": "string"}, "event": {"type": "string"}},
+    "required": ["data"],
+}
+RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "a chat.completion object; with stream=true, server-sent chat.completion.chunk "
+        "events, the last one carrying citations, then `data: [DONE]`",
+        "content": {"application/json": {}, "text/event-stream": {"schema": SSE_EVENT}},
+    },
+    **ERRORS,
+}
 
 
 def split_turns(messages: list[ChatMessageIn], limits: ApiSettings) -> tuple[str, list[Message]]:
@@ -67,7 +81,7 @@ def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSetting
 
 
 @router.post(
-    "/v1/chat/completions", dependencies=[Depends(require_client)], responses=ERRORS, tags=["openai"]
+    "/v1/chat/completions", dependencies=[Depends(require_client)], responses=RESPONSES, tags=["openai"]
 )
 async def chat_completions(body: ChatRequest, request: Request, state: StateDep) -> Response:
     served = state.get(body.model)
