@@ -73,18 +73,35 @@ class ServerState:
             ) from None
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
-        """Whether every served index is still complete on disk, with a manifest summary each."""
+        """Whether every served index is still complete on disk, with a manifest summary each.
+
+        Answers come from memory (indexes are detached at load), so damage on disk does not
+        change them; it is reported (503) because a restart could not load the index. A rebuild
+        of the index while serving is not damage: the old build is still served, consistently,
+        and ``serving`` / ``on_disk`` say which build is which until a restart picks up the new one.
+        """
         report: dict[str, Any] = {}
         ready = True
         for name, served in self.served.items():
+            index = served.assembled.index
             entry = describe(served.assembled)
+            entry["serving"] = index.loaded_from.name if index.loaded_from else str(index.folder)
             try:
-                folder = served.assembled.index.folder
-                verify_files(folder, read_manifest(folder), checksums=False)
-                entry["status"] = "ready"
+                on_disk = read_manifest(index.folder)
+                verify_files(index.folder, on_disk, checksums=False)
             except MedciteError as exc:
                 ready = False
-                entry["status"] = f"index problem: {exc}"
+                entry["status"] = f"index problem: {exc}; still answering from the copy loaded in memory"
+            else:
+                entry["on_disk"] = index.folder.resolve().name
+                if on_disk == index.manifest:
+                    entry["status"] = "ready"
+                else:
+                    entry["status"] = (
+                        f"ready: serving the build of index {index.folder.name!r} loaded at start "
+                        f"({entry['serving']}); a newer build ({entry['on_disk']}) is on disk, "
+                        "restart the server to serve it"
+                    )
             report[name] = entry
         return ready, report
 
@@ -149,4 +166,7 @@ def load_state(settings: ApiSettings, assembler: Assembler | None = None) -> Ser
     gate = GenerationGate(
         limits.generation_concurrency, limits.queue_limit, limits.queue_timeout_s, limits.retry_after_s
     )
-    return ServerState(settings=settings, served=served, gate=gate)
+    limiter = None
+    if settings.rate_limit_per_minute:
+        limiter = RateLimiter(settings.rate_limit_per_minute, settings.rate_limit_burst)
+    return ServerState(settings=settings, served=served, gate=gate, rate_limiter=limiter)

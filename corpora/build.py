@@ -9,11 +9,13 @@ through the content-addressed cache, so a killed build resumes where it stopped.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import platform
 import resource
 import shutil
+import sqlite3
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -33,7 +35,7 @@ from indexes.embedder import SentenceTransformerEmbedder
 from indexes.embedding_cache import embed_cached
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR
-from rag.errors import ConfigError, EmptyCorpusError
+from rag.errors import ConfigError, EmptyCorpusError, IndexStoreError
 from rag.types import Chunk, Document
 
 MEDCITE_VERSION = "0.1.0"
@@ -155,6 +157,8 @@ def _build_locked(
     seconds: dict[str, float] = {}
     peak_mb: dict[str, float] = {}  # process peak RSS after each stage (monotonic)
     started = time.perf_counter()
+    # Named in the error if the disk fills up (or another write fails).
+    stage, where = "writing chunks", work
     try:
         counts: dict[str, Any] = {"per_source": {}}
         t0 = time.perf_counter()
@@ -169,6 +173,7 @@ def _build_locked(
         store.close()
         passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
 
+        stage = "writing the BM25 index"
         t0 = time.perf_counter()
         tokens = [text.tokenize(p) for p in passages]
         lexical_cls = Bm25sIndex if config.lexical_backend == "bm25s" else RankBm25Index
@@ -181,16 +186,19 @@ def _build_locked(
         seconds["embed"] = seconds["faiss"] = 0.0
         reused = 0
         if config.dense is not None and embedder is not None:
+            stage, where = "embedding (writing the vector cache)", cache_dir
             t0 = time.perf_counter()
             vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
             seconds["embed"] = time.perf_counter() - t0
             peak_mb["embed"] = _peak_rss_mb()
+            stage, where = "writing the FAISS index", work
             t0 = time.perf_counter()
             DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
             seconds["faiss"] = time.perf_counter() - t0
             peak_mb["faiss"] = _peak_rss_mb()
         seconds["total"] = time.perf_counter() - started
 
+        stage = "writing the manifest"
         manifest = write_manifest(
             work,
             {
@@ -221,11 +229,36 @@ def _build_locked(
         )
         final = indexes_dir / f"{config.name}.{stamp}"
         work.rename(final)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
+    except BaseException as exc:
+        shutil.rmtree(work, ignore_errors=True)  # deleting frees space even on a full disk
+        if isinstance(exc, OSError | sqlite3.Error):
+            raise _write_error(exc, config.name, stage, where) from exc
         raise
-    _point_link_at(indexes_dir / config.name, final)
+    try:
+        _point_link_at(indexes_dir / config.name, final)
+    except OSError as exc:
+        if (indexes_dir / config.name).resolve() != final:  # not published: the previous one stays
+            shutil.rmtree(final, ignore_errors=True)
+        raise _write_error(exc, config.name, "publishing the new build", indexes_dir) from exc
     return BuildReport(folder=final, manifest=manifest)
+
+
+def _write_error(exc: OSError | sqlite3.Error, name: str, stage: str, where: Path) -> IndexStoreError:
+    """A build stopped by the file system, as an error that says where and what to do.
+
+    The half-written folder is already removed and the previous build of the index is untouched;
+    finished embedding batches are kept in the cache, so the next build resumes from them.
+    """
+    full = (isinstance(exc, OSError) and exc.errno in {errno.ENOSPC, errno.EDQUOT}) or (
+        isinstance(exc, sqlite3.Error) and "full" in str(exc)
+    )
+    what = "the disk is full (no space left on device)" if full else f"a write failed ({exc})"
+    return IndexStoreError(
+        f"building index {name!r} stopped while {stage}: {what}, in {where}. The previous build of "
+        f"{name!r} is unchanged and still served; "
+        + ("free some space" if full else "fix the cause")
+        + " and run the build again (finished embeddings are cached and reused)"
+    )
 
 
 def _peak_rss_mb() -> float:

@@ -65,7 +65,13 @@ class ItemRecord:
 
 
 def write_records(path: Path, records: Iterable[ItemRecord], *, append: bool = True) -> int:
-    """Append records as JSON lines, flushed per line so a killed run keeps what it finished."""
+    """Append records as JSON lines, flushed per line so a killed run keeps what it finished.
+
+    A torn last line left by a killed writer is cut off first: appended after it, the next record
+    would share its line and make the file unreadable (the torn item is re-run, as it is not read).
+    """
+    if append:
+        drop_torn_tail(path)
     n = 0
     with path.open("a" if append else "w", encoding="utf-8") as fh:
         for record in records:
@@ -88,3 +94,26 @@ def read_records(path: Path) -> Iterator[ItemRecord]:
             if number == len(lines):  # the write that was interrupted
                 return
             raise
+
+
+def drop_torn_tail(path: Path, block: int = 1 << 16) -> bool:
+    """Truncate ``path`` after its last newline; True if a partial line was removed."""
+    if not path.is_file():
+        return False
+    with path.open("rb+") as fh:
+        end = fh.seek(0, 2)
+        if end == 0:
+            return False
+        fh.seek(end - 1)
+        if fh.read(1) == b"\n":
+            return False
+        while end > 0:  # scan back block by block: a record line can be long
+            start = max(0, end - block)
+            fh.seek(start)
+            cut = fh.read(end - start).rfind(b"\n")
+            if cut >= 0:
+                fh.truncate(start + cut + 1)
+                return True
+            end = start
+        fh.truncate(0)
+        return True

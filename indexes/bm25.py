@@ -43,6 +43,10 @@ class LexicalIndex(Protocol):
 
     def save(self, folder: Path) -> None: ...
 
+    def detach(self) -> None:
+        """Copy anything still memory-mapped from the index folder into memory."""
+        ...
+
 
 def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     """Indices and values of the ``k`` largest positive scores, sorted descending, ties by row."""
@@ -89,6 +93,13 @@ class Bm25sIndex:
             raise IndexCorruptError(f"cannot load the BM25 index in {folder}: {exc}") from exc
         return cls(model, params)
 
+    def detach(self) -> None:
+        # bm25s maps only its three score arrays (vocab and params are read into memory).
+        scores = self._model.scores
+        for key in ("data", "indices", "indptr"):
+            if isinstance(scores.get(key), np.memmap):
+                scores[key] = np.array(scores[key])
+
     @property
     def vocabulary_size(self) -> int:
         return len(self._model.vocab_dict)
@@ -122,6 +133,9 @@ class RankBm25Index:
         (folder / "medcite_bm25.json").write_text(
             json.dumps({"backend": self.backend, **asdict(self.params)})
         )
+
+    def detach(self) -> None:
+        """Nothing to do: rank-bm25 is rebuilt in memory at load."""
 
     @property
     def vocabulary_size(self) -> int:

@@ -32,7 +32,14 @@ def write_chunks(folder: Path, chunks: Iterable[Chunk]) -> int:
 
 
 class ChunkStore:
-    """Read-only access to the chunks of a built index (offsets memory-mapped)."""
+    """Read-only access to the chunks of a built index.
+
+    By default the offsets are memory-mapped and texts are read by offset from a descriptor
+    held on the file opened at load, so a rebuild that swaps or deletes the folder does not
+    change what is read. A file truncated or rewritten in place still would (a short read is
+    refused, a same-length rewrite is not detectable): a long-running server calls
+    :meth:`detach` to hold everything in memory instead (about the size of ``chunks.jsonl``).
+    """
 
     def __init__(self, folder: Path) -> None:
         self.path = folder / CHUNKS_FILE
@@ -40,8 +47,26 @@ class ChunkStore:
             self._offsets = np.load(folder / OFFSETS_FILE, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise IndexCorruptError(f"cannot read {folder / OFFSETS_FILE}: {exc}") from exc
-        self._fd = os.open(self.path, os.O_RDONLY)
+        self._fd: int | None = os.open(self.path, os.O_RDONLY)
+        self._blob: bytes | None = None  # all of chunks.jsonl, once detached
         self._ids: dict[str, int] | None = None
+
+    def detach(self) -> None:
+        """Read the offsets and every chunk into memory and close the file.
+
+        Afterwards nothing is read from the folder: truncating, deleting or replacing its files
+        cannot crash the process (a truncated memory-mapped file raises SIGBUS) or change a text.
+        """
+        if self._fd is None:
+            return
+        size = int(self._offsets[-1])
+        blob = os.pread(self._fd, size, 0)
+        if len(blob) != size:
+            raise IndexCorruptError(f"{self.path} has {len(blob)} bytes, its offsets say {size}; rebuild")
+        self._offsets = np.array(self._offsets)  # a copy in memory, no longer mapped
+        self._blob = blob
+        os.close(self._fd)
+        self._fd = None
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
@@ -50,16 +75,21 @@ class ChunkStore:
         if not 0 <= row < len(self):
             raise IndexError(f"chunk row {row} outside 0..{len(self) - 1}")
         start, end = int(self._offsets[row]), int(self._offsets[row + 1])
-        raw = os.pread(self._fd, end - start, start)  # no shared file position: thread-safe
+        if self._blob is not None:
+            raw = self._blob[start:end]
+        elif self._fd is not None:
+            raw = os.pread(self._fd, end - start, start)  # no shared file position: thread-safe
+        else:
+            raise IndexCorruptError(f"{self.path} was closed; load the index again")
         try:
             return Chunk.from_json(json.loads(raw))
         except (ValueError, KeyError) as exc:
             raise IndexCorruptError(f"{self.path}: row {row} is not a chunk record") from exc
 
     def __iter__(self) -> Iterator[Chunk]:
-        with self.path.open("rb") as fh:
-            for line in fh:
-                yield Chunk.from_json(json.loads(line))
+        # By row, through the descriptor or memory: reopening the path could read another build.
+        for row in range(len(self)):
+            yield self.get(row)
 
     def row_of(self, chunk_id: str) -> int:
         if self._ids is None:
@@ -70,4 +100,6 @@ class ChunkStore:
         return self.get(self.row_of(chunk_id))
 
     def close(self) -> None:
-        os.close(self._fd)
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

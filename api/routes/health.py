@@ -19,7 +19,12 @@ def health() -> Health:
 
 @router.get("/ready", response_model=Ready, responses={503: {"model": Ready}}, tags=["health"])
 def ready(state: StateDep) -> JSONResponse:
-    """Indexes loaded and still complete on disk; a manifest summary per served profile."""
+    """Indexes loaded and still complete on disk; a manifest summary per served profile.
+
+    503 names a damaged or missing index folder (answers still come from the copy in memory, but
+    a restart could not load it); a profile serving an older build than the one now on disk says
+    so in its ``status``, with ``serving`` and ``on_disk`` naming the two builds.
+    """
     ok, profiles = state.readiness()
     body = Ready(status="ready" if ok else "not ready", profiles=profiles, queue=state.gate.snapshot())
     return JSONResponse(body.model_dump(), status_code=200 if ok else 503)

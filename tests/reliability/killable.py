@@ -1,0 +1,94 @@
+"""Slow builds and eval runs for test_kill.py to SIGKILL part-way, in a process of their own.
+
+``python -m tests.reliability.killable build DATA_DIR`` builds index ``killed`` from DOCS with an
+embedder that sleeps per batch; ``... eval DATA_DIR OUT`` runs EVAL_CONFIG with a model that
+sleeps per item. Each appends a line to ``DATA_DIR/progress`` per finished step, for the test to
+know when to kill.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
+
+N_DOCS = 700  # one chunk each: three embedding batches of 256, 256 and 188
+DOCS = [
+    make_doc(f"k:{n}", {"Note": f"Patient note {n} mentions finding w{n} and w{n * 7 % 100}."})
+    for n in range(N_DOCS)
+]
+EVAL_CONFIG = {
+    "name": "killed", "profile": "fast", "seed": 3,
+    "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}],
+    "grid": {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True},
+}  # fmt: skip
+
+
+class SlowEmbedder(HashEmbedder):
+    def __init__(self, progress: Path | None = None, delay_s: float = 0.0) -> None:
+        super().__init__()
+        self.progress, self.delay_s = progress, delay_s
+
+    def embed(self, texts):
+        time.sleep(self.delay_s)
+        vectors = super().embed(texts)
+        if self.progress is not None:
+            with self.progress.open("a") as fh:
+                fh.write(f"{len(texts)}\n")
+        return vectors
+
+
+class SlowLetterModel:
+    """Prefers option B, like tests/unit/evals/test_runner.py's model; sleeps per item."""
+
+    name = "letter-model"
+
+    def __init__(self, progress: Path | None = None, delay_s: float = 0.0) -> None:
+        self.progress, self.delay_s, self.calls = progress, delay_s, 0
+
+    def next_token_logprobs(self, messages, candidates):
+        self.calls += 1
+        time.sleep(self.delay_s)
+        if self.progress is not None:
+            with self.progress.open("a") as fh:
+                fh.write("item\n")
+        return {c: (-0.1 if c == "B" else -3.0) for c in candidates}
+
+    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        raise AssertionError("multiple choice never generates text")
+
+    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        raise AssertionError("multiple choice never generates text")
+
+    def fingerprint(self):
+        return {"name": self.name, "sha256": "0" * 64}
+
+
+def build(data: Path, embedder: HashEmbedder):
+    from corpora.build import BuildConfig, build_index
+    from indexes.dense import DenseParams
+
+    return build_index(
+        [ListSource(DOCS)], BuildConfig(name="killed", dense=DenseParams()), data / "indexes",
+        spans=whitespace_spans, tokenizer_name="whitespace", embedder=embedder,
+        cache_dir=data / "cache", progress=False,
+    )  # fmt: skip
+
+
+def run(data: Path, out: Path, model: SlowLetterModel):
+    from evals.config import EvalConfig
+    from evals.runner import run_eval
+    from rag.config import Paths
+
+    paths = Paths.from_env().model_copy(update={"data_dir": data})
+    return run_eval(EvalConfig.model_validate(EVAL_CONFIG), paths, out=out, progress=False, generator=model)
+
+
+if __name__ == "__main__":
+    data = Path(sys.argv[2])
+    if sys.argv[1] == "build":
+        build(data, SlowEmbedder(data / "progress", delay_s=0.5))
+    else:
+        run(data, Path(sys.argv[3]), SlowLetterModel(data / "progress", delay_s=0.2))
