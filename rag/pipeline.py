@@ -22,6 +22,7 @@ from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
+from rag.rerank.injection import set_aside_instructions
 from rag.retrieve.query import clean_query
 from rag.types import Answer, Filters, Generation, Hit, Message
 
@@ -40,6 +41,8 @@ class PipelineSettings:
     # True: a failed generation returns the evidence labelled "degraded" (the CLI's choice).
     # False: the GeneratorError propagates (the API maps it to 503/504).
     degrade_on_generator_error: bool = True
+    # Passages that address instructions to the model are set aside before reranking (noted).
+    screen_instructions: bool = True
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:
@@ -124,6 +127,9 @@ class Pipeline:
                 notes.append(f"query reformulation failed ({exc}); searched with the question as asked")
         hits = clock.run("retrieve", self.retriever.retrieve, query, s.candidates, filters or s.filters)
         candidates = hits[: s.rerank_candidates]
+        if s.screen_instructions:
+            candidates, set_aside = set_aside_instructions(candidates)
+            notes.extend(set_aside)
         try:
             kept, dropped = clock.run(
                 "rerank", rerank_and_filter, self.reranker, question, candidates,

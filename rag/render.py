@@ -1,12 +1,23 @@
-"""Answers as JSON-ready dicts and as terminal text (shared by the CLI, the API and adapters)."""
+"""Answers as JSON-ready dicts and as terminal text (shared by the CLI, the API and adapters).
+
+Neither form is HTML or markdown, and nothing here renders markup: passage and answer text come
+out literally ("<b>" from a Markdown or JSONL user document stays the four characters "<b>"), so
+a UI that shows them must escape them as text. JSON keeps every string verbatim (a citation's
+quote is the exact document text); the terminal form drops control characters, which a document
+could use to rewrite what the terminal shows (ANSI escapes, OSC 8 links, bidi overrides).
+"""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import asdict
 from typing import Any
 
 from rag.types import Answer, Hit
+
+# C0/C1 controls except tab and newline, and the bidirectional embeddings, overrides and isolates
+_TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def hit_to_dict(hit: Hit) -> dict[str, Any]:
@@ -41,6 +52,8 @@ def answer_to_text(answer: Answer) -> str:
         supported = sum(1 for s in answer.sentences if s.supported)
         total = len(answer.sentences)
         header = f"Answer ({answer.mode}; {supported}/{total} sentences supported by their sources)"
+    elif answer.mode == "rag" and not answer.citations:
+        header = "Answer (rag; no valid citation: unverified)"
     else:
         header = f"Answer ({answer.mode})"
     lines += [header, textwrap.fill(answer.text, 96), ""]
@@ -69,4 +82,4 @@ def answer_to_text(answer: Answer) -> str:
         lines.append(f"note: {note}")
     if answer.timings:
         lines.append("time: " + ", ".join(f"{k} {v:.2f}s" for k, v in answer.timings.items()))
-    return "\n".join(lines).rstrip() + "\n"
+    return _TERMINAL_UNSAFE.sub("", "\n".join(lines)).rstrip() + "\n"

@@ -3,7 +3,9 @@
 Files are read recursively in sorted path order; hidden files and folders (``.git``) are ignored
 and other extensions are counted in ``skipped_files``. Every document keeps plain text only: HTML
 is reduced to its visible text, with ``h1``..``h6`` as section paths, so no markup a page carries
-(a ``<script>``, an injected ``<b>``) reaches an index, a prompt or an answer.
+(a ``<script>``, an injected ``<b>``) reaches an index, a prompt or an answer, nor text a reader
+would not see (``hidden``, ``display: none``, embedded frames and objects). Markdown, text and JSONL
+keep their text as written, any "<b>" in it included: it is literal text everywhere downstream.
 """
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ from rag.errors import MissingExtraError, SourceError
 from rag.types import Document, Section
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".jsonl", ".pdf")
-DROPPED_TAGS = {"script", "style", "nav", "noscript", "template", "head", "title", "iframe", "svg"}
+DROPPED_TAGS = {"script", "style", "nav", "noscript", "template", "head", "title", "iframe", "svg",
+                "math", "object", "embed", "applet", "frame", "frameset", "noembed", "noframes",
+                "canvas"}  # fmt: skip
+# Text a browser does not show is where an injection aimed at the model hides from the reader.
+_INVISIBLE_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
 BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "tr", "table", "section", "article", "main",
               "header", "footer", "aside", "blockquote", "pre", "dd", "dt", "dl", "hr", "figure",
               "figcaption", "td", "th", "body"}  # fmt: skip
@@ -178,7 +184,7 @@ def _html(path: Path) -> tuple[str | None, str, tuple[Section, ...]]:
         soup = BeautifulSoup(read_text(path), "html.parser")
     except ParserRejectedMarkup as exc:
         raise SourceError(f"{path}: not parseable as HTML ({exc})") from exc
-    page_title = _plain(soup.title.get_text(" ")) if soup.title else ""
+    page_title = _line(_visible(soup.title)) if soup.title else ""
     builder = DocumentBuilder()
     stack: list[tuple[int, str]] = []
     buffer: list[str] = []
@@ -189,13 +195,13 @@ def _html(path: Path) -> tuple[str | None, str, tuple[Section, ...]]:
         for child in node.children:
             if isinstance(child, NavigableString) and not isinstance(child, PreformattedString):
                 buffer.append(str(child) if pre else re.sub(r"\s+", " ", str(child)))
-            elif not isinstance(child, Tag) or child.name in DROPPED_TAGS:
+            elif not isinstance(child, Tag) or child.name in DROPPED_TAGS or _hidden(child):
                 continue
             elif child.name == "br":
                 buffer.append("\n")
             elif re.fullmatch(r"h[1-6]", child.name):
                 builder.add(tuple(t for _, t in stack), _plain("".join(buffer)))
-                level, title = int(child.name[1]), _plain(child.get_text(" ")) or child.name
+                level, title = int(child.name[1]), _line(_visible(child)) or child.name
                 stack, buffer = [s for s in stack if s[0] < level] + [(level, title)], []
                 headings.append(title)
             else:
@@ -208,6 +214,30 @@ def _html(path: Path) -> tuple[str | None, str, tuple[Section, ...]]:
     builder.add(tuple(t for _, t in stack), _plain("".join(buffer)))
     doc = builder.build(doc_id="", title="", source="", url="", license="")
     return page_title or next(iter(headings), None), doc.text, doc.sections
+
+
+def _visible(node: Any) -> str:
+    """The text of ``node`` a reader sees: no dropped or hidden elements, comments or CDATA."""
+    from bs4.element import NavigableString, PreformattedString, Tag
+
+    parts: list[str] = []
+    for child in node.children:
+        if isinstance(child, NavigableString) and not isinstance(child, PreformattedString):
+            parts.append(str(child))
+        elif isinstance(child, Tag) and child.name not in DROPPED_TAGS and not _hidden(child):
+            parts.append(_visible(child))
+    return " ".join(parts)
+
+
+def _line(text: str) -> str:
+    """A title or heading: plain text on one line."""
+    return " ".join(_plain(text).split())
+
+
+def _hidden(tag: Any) -> bool:
+    """Hidden from a reader: the ``hidden`` attribute or an inline ``display: none`` style."""
+    style = tag.get("style")
+    return tag.has_attr("hidden") or (isinstance(style, str) and bool(_INVISIBLE_STYLE.search(style)))
 
 
 def _plain(text: str) -> str:

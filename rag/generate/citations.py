@@ -11,7 +11,7 @@ and rewrites each as ``[1][2]...``. It never invents a citation:
 - a marker-like fragment that is malformed (unclosed ``[1,2`` as at a cut-off answer, nested
   ``[[1]]``, ``[1,]``) is removed and reported as written;
 - bracketed text that is not marker-like (``[a]``, ``[2.5 mg]``, ``[Table 1]``) and markdown
-  links (``[1](url)``) are left alone.
+  links (``[1](url)``, single brackets only: ``[0]](`` is a malformed marker) are left alone.
 
 Everything here is pure and deterministic.
 """
@@ -81,11 +81,13 @@ def parse_answer(text: str, sources: Sequence[Hit]) -> ParsedAnswer:
     cleaned, spans = _clean_once(text, n, rejected)
     # Removing a marker can, in contrived input, bring brackets together into a new one; cleaning
     # until nothing changes makes the result a fixed point (cleaning the output changes nothing).
+    # The spans are always those of the last pass: removing "[2]]" from "[1][2]](" leaves "[1](",
+    # which reads as a markdown link, so its "[1]" must not count as a citation either.
     for _ in range(8):
-        again, again_spans = _clean_once(cleaned, n, rejected)
+        again, spans = _clean_once(cleaned, n, rejected)
         if again == cleaned:
             break
-        cleaned, spans = again, again_spans
+        cleaned = again
     sentences: list[ParsedSentence] = []
     order: list[int] = []
     starts = [m_start for m_start, _, _ in spans]  # in text order, so a sentence's markers are a slice
@@ -109,13 +111,14 @@ def _clean_once(text: str, n: int, rejected: list[str]) -> tuple[str, list[tuple
     spans: list[tuple[int, int, int]] = []
     length = pos = 0
     for match in _CANDIDATE.finditer(text):
-        body, closed = match["body"], bool(match["close"])
+        body = match["body"]
         if not _LOOSE.fullmatch(_LABEL_WORDS.sub(" ", body)):
             continue  # ordinary bracketed text
-        if closed and text.startswith("(", match.end()):
-            continue  # a markdown link [1](url)
+        single = len(match["open"]) == 1 and len(match["close"]) == 1
+        if single and text.startswith("(", match.end()):
+            continue  # a markdown link [1](url); "[0]](" or "[[1]](" is a malformed marker, not a link
         valid: list[int] = []
-        if len(match["open"]) == 1 and len(match["close"]) == 1 and _STRICT.fullmatch(body):
+        if single and _STRICT.fullmatch(body):
             valid = _resolve(body, n, rejected)
         else:
             rejected.append(match.group(0).strip())

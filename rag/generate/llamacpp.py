@@ -19,6 +19,7 @@ from typing import Any
 from rag.errors import GeneratorError, GeneratorTimeout, ModelError, require
 from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, single_token_ids
 from rag.generate.model_files import recorded_sha256, sha256_file
+from rag.generate.prompts import defuse_control_tokens
 from rag.types import Generation, Message
 
 __all__ = ["LlamaCppGenerator", "default_threads"]
@@ -117,7 +118,9 @@ class LlamaCppGenerator:
 
     def _prompt(self, llm: Any, messages: Sequence[Message], room: int) -> list[int]:
         """Token ids of the chat, formatted by the GGUF's own template; checks the context fits."""
-        chat = [{"role": m.role, "content": m.content} for m in messages]
+        # Special tokens are parsed in the formatted prompt (the template's own <|im_start|> must
+        # be), so message content is defused first: it cannot forge a turn of its own.
+        chat = [{"role": m.role, "content": defuse_control_tokens(m.content)} for m in messages]
         try:
             text = self._formatter(messages=chat).prompt
         except ValueError as exc:  # the template's raise_exception(), e.g. roles out of order

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 
 from rag.errors import GeneratorError, GeneratorTimeout
+from rag.generate.prompts import defuse_control_tokens
 from rag.types import Generation, Message
 
 __all__ = ["OpenAICompatGenerator"]
@@ -161,7 +162,8 @@ class OpenAICompatGenerator:
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            # The server parses special tokens in the templated prompt: content must not forge a turn.
+            "messages": [{"role": m.role, "content": defuse_control_tokens(m.content)} for m in messages],
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stream": stream,

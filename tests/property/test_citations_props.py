@@ -91,8 +91,7 @@ def check(parsed_text: str, n: int) -> None:
     markers = [c.marker for c in parsed.citations]
     assert all(1 <= k <= n for k in markers) and len(set(markers)) == len(markers)
     assert all(c.chunk_id == sources[c.marker - 1].chunk.chunk_id for c in parsed.citations)
-    if "](" not in parsed_text:  # the markdown-link case is a known bug, pinned by an xfail test below
-        assert {int(k) for k in NORMALISED.findall(parsed.text)} <= set(range(1, n + 1))
+    assert {int(k) for k in NORMALISED.findall(parsed.text)} <= set(range(1, n + 1))
     assert {k for s in parsed.sentences for k in s.markers} == set(markers)
     for sentence in parsed.sentences:
         assert not NORMALISED.search(sentence.claim)
@@ -129,10 +128,18 @@ def test_strip_markers_is_total_and_removes_normalised_markers(pieces):
     assert not NORMALISED.search(strip_markers(parsed.text))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug: a stray marker before '](' ('[0]](') is kept as if it were a markdown link; "
-    "treating only single-bracket [k]( as a link broke idempotency ('[[1]](' -> '[1](' -> a link)",
+@pytest.mark.parametrize(
+    ("text", "shown", "rejected", "cited"),
+    [
+        ("[0]](", "(", ("[0]]",), []),  # was kept whole, as if "[0]" were the text of a markdown link
+        ("[[1]](", "(", ("[[1]]",), []),
+        ("[[0]](u) a [2]](v)", "(u) a(v)", ("[[0]]", "[2]]"), []),
+        ("[1][2]](", "[1](", ("[2]]",), []),  # what is left reads as a link: [1] is not cited
+        ("see [1](https://e.org) [1]", "see [1](https://e.org) [1]", (), [1]),  # a real link stays
+    ],
 )
-def test_a_stray_marker_before_a_parenthesis_is_not_taken_for_a_link():
-    assert NORMALISED.findall(parse_answer("[0]](", []).text) == []
+def test_a_stray_marker_before_a_parenthesis_is_not_taken_for_a_link(text, shown, rejected, cited):
+    parsed = parse_answer(text, SOURCES[:1])
+    assert (parsed.text, parsed.rejected) == (shown, rejected)
+    assert [c.marker for c in parsed.citations] == cited
+    check(text, 1)
