@@ -50,8 +50,9 @@ def rss_mb(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss / 2**20)
 
 
-def start_server(profiles: str, port: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEDCITE_ENV": "development", "MEDCITE_PROFILES": profiles}
+def start_server(profiles: str, port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """``medcite serve`` on 127.0.0.1:port (development mode unless ``env`` says otherwise)."""
+    env = {**os.environ, "MEDCITE_ENV": "development", "MEDCITE_PROFILES": profiles, **(env or {})}
     process = subprocess.Popen(
         [sys.executable, "-m", "rag.cli", "serve", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -1,0 +1,78 @@
+"""The mixed loopback load against the real server: real embedder, index and local model.
+
+Starts ``medcite serve`` (production mode, 32 API keys, default queue and rate limits, profile
+``fast`` on the default index), warms it, reads its memory, runs ``bench/load_mix.py``'s load
+(32 clients, 60 s, a quarter of requests streamed chat) and reads its memory again, then once
+more after the requests that were still running have finished. Server and clients share the
+machine's cores, so the numbers are a lower bound on what the server alone could do.
+
+    python bench/load_test.py --out docs/results/load_test.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.api_latency import free_port, rss_mb, start_server
+from bench.common import machine_info
+from bench.load_mix import mixed_load
+from bench.query_latency import sample_questions
+from rag.config import Paths
+
+KEYS = [f"bench-client-{n:02d}-0123456789abcdef" for n in range(32)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--chat-share", type=float, default=0.25)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--profile", default="fast")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {"MEDCITE_ENV": "production", "MEDCITE_API_KEYS": ",".join(KEYS)}
+    server = start_server(args.profile, port, env)
+    try:
+        questions = sample_questions(Paths.from_env(), "medquad", 300, seed=2)
+        headers = {"Authorization": f"Bearer {KEYS[0]}"}
+        for q in questions[:5]:  # warm the embedder and the index pages
+            httpx.post(f"{url}/v1/retrieve", json={"query": q, "k": 10}, headers=headers, timeout=60)
+        rss_ready = rss_mb(server.pid)
+        load = asyncio.run(
+            mixed_load(url, KEYS, questions, clients=args.clients, seconds=args.seconds,
+                       chat_share=args.chat_share, max_tokens=args.max_tokens)
+        )  # fmt: skip
+        rss_after = rss_mb(server.pid)
+        ready = httpx.get(f"{url}/ready", timeout=30).json()
+    finally:
+        server.terminate()
+        server.wait(timeout=120)
+    result = {
+        "machine": machine_info(),
+        "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
+        "server": {"profile": args.profile, "index": "default", "rss_mb": {
+            "ready_warm": round(rss_ready), "after_load": round(rss_after),
+            "growth": round(rss_after - rss_ready)}, "queue_at_end": ready["queue"]},
+        "load": load,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }  # fmt: skip
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
