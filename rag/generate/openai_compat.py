@@ -96,6 +96,11 @@ class OpenAICompatGenerator:
             self._payload(messages, max_tokens, temperature, stop, stream=True), stream=True
         )
         try:
+            kind = response.headers.get("content-type", "")
+            if not kind.startswith("text/event-stream"):
+                raise self._malformed(
+                    f"to a streaming request is {kind or 'untyped'}, not server-sent events"
+                )
             for line in response.iter_lines():
                 if time.monotonic() - start > self.timeout_s:
                     raise self._timeout()
@@ -107,6 +112,8 @@ class OpenAICompatGenerator:
                 piece = self._delta(data)
                 if piece:
                     yield piece
+            # Without [DONE] the server stopped part-way: what came may be a cut-off answer.
+            raise self._malformed("ended before `data: [DONE]`, so the answer may be cut off")
         except httpx.TimeoutException as exc:
             raise self._timeout() from exc
         except httpx.TransportError as exc:

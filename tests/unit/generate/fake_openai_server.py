@@ -3,7 +3,8 @@
 Behaviours (queued with :meth:`FakeOpenAIServer.then`, default ``ok``): ``ok`` answers normally
 (streaming when the request asks), ``slow`` sleeps before answering, ``500``/``429``/``400``
 answer with that status, ``garbage`` answers 200 with a non-JSON body, ``shape`` answers JSON
-without choices, ``no_logprobs`` answers without logprobs, ``bad_event`` streams a broken event.
+without choices, ``no_logprobs`` answers without logprobs, ``bad_event`` streams a broken event,
+``cut`` streams the reply but closes the connection before ``data: [DONE]``.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class FakeOpenAIServer:
         if behaviour == "shape":
             return self.send(h, 200, {"object": "chat.completion", "choices": []})
         if body.get("stream"):
-            return self.stream(h, broken=behaviour == "bad_event")
+            return self.stream(h, broken=behaviour == "bad_event", cut=behaviour == "cut")
         choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": "".join(REPLY)}}
         choice["finish_reason"] = "stop"
         if body.get("logprobs") and behaviour != "no_logprobs":
@@ -96,7 +97,7 @@ class FakeOpenAIServer:
         h.wfile.write(data)
 
     @staticmethod
-    def stream(h: BaseHTTPRequestHandler, *, broken: bool) -> None:
+    def stream(h: BaseHTTPRequestHandler, *, broken: bool, cut: bool = False) -> None:
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.end_headers()
@@ -107,5 +108,6 @@ class FakeOpenAIServer:
             h.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
         if broken:
             h.wfile.write(b"data: {not json\n\n")
-        h.wfile.write(b"data: [DONE]\n\n")
+        if not cut:
+            h.wfile.write(b"data: [DONE]\n\n")
         h.wfile.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import socket
 import time
 
@@ -105,6 +106,20 @@ def test_malformed_answers_say_what_was_wrong_without_the_prompt(server, behavio
 def test_a_broken_stream_event_is_an_error(server):
     server.then("bad_event")
     with pytest.raises(GeneratorError, match="streamed an event"):
+        list(client(server).stream(CHAT, max_tokens=8))
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "problem"),
+    [
+        ("garbage", "not server-sent events"),
+        ("shape", "not server-sent events"),
+        ("cut", re.escape("ended before `data: [DONE]`")),
+    ],
+)
+def test_a_stream_that_is_not_one_or_stops_early_is_an_error_not_an_empty_answer(server, behaviour, problem):
+    server.then(behaviour)
+    with pytest.raises(GeneratorError, match=problem):
         list(client(server).stream(CHAT, max_tokens=8))
 
 
