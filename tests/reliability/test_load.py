@@ -78,4 +78,5 @@ def test_32_clients_mixing_retrieval_and_streamed_chat_get_no_errors_and_memory_
     assert result["chat"]["completed"] > 0 and result["chat"]["refused_429"] > 0  # the queue filled
     assert after - before < MEMORY_BOUND_MB
     ready = httpx.get(f"{url}/ready", timeout=10).json()
-    assert ready["status"] == "ready" and ready["queue"]["waiting"] == ready["queue"]["running"] == 0  # none left behind
+    assert ready["status"] == "ready"
+    assert ready["queue"]["waiting"] == ready["queue"]["running"] == 0  # no request left behind
