@@ -6,11 +6,19 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from rag.config import Paths
 from rag.indexing import build_from_cli
 
 REPO = Path(__file__).resolve().parent.parent
+
+# CI draws the same hypothesis examples on every run, so a red CI is a change's doing, never the
+# luck of the draw; a developer's run draws new ones (and keeps failures in .hypothesis/) to find
+# what CI would not. HYPOTHESIS_PROFILE=ci reproduces CI's draw locally.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture(scope="session")
