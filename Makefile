@@ -35,7 +35,7 @@ serve: setup
 	$(BIN)/medcite serve
 
 lint: setup
-	$(BIN)/ruff check rag corpora indexes evals api tests scripts
+	$(BIN)/ruff check rag corpora indexes evals api tests scripts bench
 	$(BIN)/mypy rag corpora indexes evals api
 
 # Known vulnerabilities in the installed packages (PyPI's advisory records); triage in

@@ -255,9 +255,7 @@ class Pipeline:
         parsed = parse_answer(raw, found.kept)
         if not any(ch.isalpha() for ch in strip_markers(parsed.text)):
             what = "citation markers but no answer text" if raw.strip() else "no text at all"
-            return self._degraded(
-                question, clock, found, f"the model produced {what}"
-            )
+            return self._degraded(question, clock, found, f"the model produced {what}")
         notes = list(found.notes)
         if parsed.rejected:
             notes.append(f"removed citation markers that point at no source: {sorted(set(parsed.rejected))}")

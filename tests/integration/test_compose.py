@@ -30,7 +30,9 @@ def test_api_service_uses_only_settings_the_server_reads_and_checks_ready():
     assert passed <= names, passed - names
     assert "/ready" in " ".join(api["healthcheck"]["test"])
     assert api["depends_on"]["llm"]["condition"] == "service_healthy"
-    assert "medcite-data:/data" in api["volumes"] and any(v.startswith("medcite-models:") for v in api["volumes"])
+    assert "medcite-data:/data" in api["volumes"] and any(
+        v.startswith("medcite-models:") for v in api["volumes"]
+    )
     assert api["environment"]["MEDCITE_GENERATOR_URL"].startswith("http://llm:")
 
 
@@ -61,8 +63,12 @@ def test_docker_compose_config_validates():
     if command is None:
         pytest.skip("neither docker-compose nor the docker compose plugin is installed (.ci/run installs it)")
     env = {**os.environ, "MEDCITE_API_KEYS": "compose-check-key-0123456789"}
-    result = subprocess.run([*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     env.pop("MEDCITE_API_KEYS")
-    refused = subprocess.run([*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True)
+    refused = subprocess.run(
+        [*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
     assert refused.returncode != 0 and "MEDCITE_API_KEYS" in refused.stderr

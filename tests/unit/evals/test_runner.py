@@ -80,7 +80,9 @@ def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp
     assert len(kept) == 10  # every finished item was written before the interruption
     report_run(out, paths)  # a stopped run can be summarised as it stands
     partial = json.loads((out / "metrics.json").read_text())
-    assert partial["mcq"]["closed-book"]["medqa"]["n"] == 5 and "pubmedqa" not in partial["mcq"]["closed-book"]
+    assert (
+        partial["mcq"]["closed-book"]["medqa"]["n"] == 5 and "pubmedqa" not in partial["mcq"]["closed-book"]
+    )
 
     model = LetterModel()
     summary = run_eval(cfg, paths, out=out, progress=False, generator=model)

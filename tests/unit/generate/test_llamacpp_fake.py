@@ -85,7 +85,7 @@ class FakeFormatter:
     def __init__(self, template: str, eos_token: str, bos_token: str, add_generation_prompt: bool) -> None:
         assert add_generation_prompt and eos_token == "<eos>"
 
-    last: list[dict[str, str]] = []
+    last: ClassVar[list[dict[str, str]]] = []
 
     def __call__(self, *, messages: list[dict[str, str]]) -> Any:
         FakeFormatter.last = messages
