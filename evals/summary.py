@@ -107,6 +107,20 @@ def retrieval_metrics(records: list[ItemRecord], sets: dict[str, RetrievalSet]) 
     return out
 
 
+def item_seconds(records: list[ItemRecord]) -> dict[str, dict[str, float]]:
+    """Per condition: items recorded and their summed and mean seconds, over every session of the
+    run (the session cost table covers only the invocation that wrote the report)."""
+    out: dict[str, dict[str, float]] = {}
+    for record in records:
+        entry = out.setdefault(record.condition, {"items": 0, "seconds": 0.0})
+        entry["items"] += 1
+        entry["seconds"] += record.latency_s
+    for entry in out.values():
+        entry["mean_seconds"] = round(entry["seconds"] / entry["items"], 2)
+        entry["seconds"] = round(entry["seconds"], 1)
+    return out
+
+
 def write_summary(
     folder: Path, records: list[ItemRecord], sets: dict[str, RetrievalSet], cost: dict[str, Any]
 ) -> dict[str, Any]:
@@ -116,6 +130,7 @@ def write_summary(
         "retrieval": retrieval_metrics(records, sets),
         "answers": answer_metrics(records),
         "cost": cost,
+        "item_seconds": item_seconds(records),
     }
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     figures = [
@@ -188,7 +203,10 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
                     mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
                     rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
         lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
-    lines += ["## Cost", ""]
+    lines += ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
+    item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in metrics["item_seconds"].items()]
+    lines += _table(["condition", "items", "item seconds", "s/item"], item_rows)
+    lines += ["This session (items already recorded were skipped):", ""]
     cost_rows = [
         [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]]
         for c, v in metrics["cost"].items()
