@@ -10,12 +10,13 @@ from rag.profile import Profile
 
 pytestmark = pytest.mark.e2e
 
+# A generous generator timeout: a busy CI machine is slow, not broken.
 PROFILE = Profile.model_validate(
     {
         "name": "e2e",
         "retrieval": {"mode": "hybrid", "candidates": 20},
         "rerank": {"backend": "llm", "candidates": 5, "threshold": 0.6, "keep": 3},
-        "generator": {"backend": "llama-cpp", "max_tokens": 96, "threads": 2},
+        "generator": {"backend": "llama-cpp", "max_tokens": 96, "threads": 2, "timeout_s": 900},
     }
 )
 
