@@ -2,8 +2,9 @@
 
 Starts ``medcite serve`` (production mode, 32 API keys, default queue and rate limits, profile
 ``fast`` on the default index), warms it, reads its memory, runs ``bench/load_mix.py``'s load
-(32 clients, 60 s, a quarter of requests streamed chat) and reads its memory again, then once
-more after the requests that were still running have finished. Server and clients share the
+(32 clients, 60 s, a quarter of requests streamed chat) twice back to back, reading its memory
+after each phase: growth that stops after the first phase is warm-up (thread arenas, buffers),
+growth that goes on would be a leak. Server and clients share the
 machine's cores, so the numbers are a lower bound on what the server alone could do.
 
     python bench/load_test.py --out docs/results/load_test.json
@@ -38,6 +39,7 @@ def main() -> None:
     parser.add_argument("--chat-share", type=float, default=0.25)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--profile", default="fast")
+    parser.add_argument("--phases", type=int, default=2, help="load phases back to back; memory after each")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
 
@@ -56,11 +58,14 @@ def main() -> None:
         chat = {"messages": [{"role": "user", "content": questions[0]}], "max_tokens": args.max_tokens}
         httpx.post(f"{url}/v1/chat/completions", json=chat, headers=headers, timeout=600)
         rss_ready = rss_mb(server.pid)
-        load = asyncio.run(
-            mixed_load(url, KEYS, questions, clients=args.clients, seconds=args.seconds,
-                       chat_share=args.chat_share, max_tokens=args.max_tokens)
-        )  # fmt: skip
-        rss_after = rss_mb(server.pid)
+        loads, rss_after_phase = [], []
+        for phase in range(args.phases):  # memory that keeps growing phase after phase would be a leak
+            loads.append(asyncio.run(
+                mixed_load(url, KEYS, questions, clients=args.clients, seconds=args.seconds,
+                           chat_share=args.chat_share, max_tokens=args.max_tokens, seed=phase)
+            ))  # fmt: skip
+            rss_after_phase.append(round(rss_mb(server.pid)))
+        rss_after = rss_after_phase[-1]
         ready = httpx.get(f"{url}/ready", timeout=30).json()
     finally:
         server.terminate()
@@ -70,9 +75,9 @@ def main() -> None:
         "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
         "server": {"profile": args.profile, "index": "default", "queue_at_end": ready["queue"],
                    "rss_mb": {"after_retrieval_warmup": round(rss_retrieval_warm),
-                              "after_first_answer": round(rss_ready), "after_load": round(rss_after),
+                              "after_first_answer": round(rss_ready), "after_each_phase": rss_after_phase,
                               "growth_under_load": round(rss_after - rss_ready)}},
-        "load": load,
+        "load": loads,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
