@@ -40,8 +40,8 @@ def cap_malloc_arenas(arenas: int = 2) -> bool:
 
     glibc gives each thread that allocates its own arena and returns little of it; the server runs
     up to 40 worker threads that embed queries with torch, so resident memory kept climbing under
-    load (measured: +121 then +172 MiB over two 60 s phases of 32 clients). With two arenas it
-    levelled off (+181 then -35 MiB) and throughput was no lower (docs/reliability.md).
+    load (measured: +121 then +172 MiB over two 60 s phases of 32 clients); capped at two, +88
+    then +67 MiB, throughput no lower (docs/reliability.md).
     """
     if os.environ.get("MALLOC_ARENA_MAX"):
         return False  # the operator's choice, already applied by glibc at start
