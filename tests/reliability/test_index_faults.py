@@ -13,7 +13,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +24,8 @@ from indexes.dense import DenseParams
 from indexes.manifest import read_manifest
 from tests.api.support import KEY
 from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
+from tests.reliability.server_process import server_process
 
-REPO = Path(__file__).resolve().parents[2]
 NAME = "faults"
 QUERIES = ["anticoagulation atrial fibrillation score", "inheritance gene disorder"]
 
@@ -60,25 +59,8 @@ def served(tmp_path) -> Iterator[tuple[str, Path, subprocess.Popen]]:
     """A server over a fresh index in tmp_path: (base url, data folder, server process)."""
     data = tmp_path / "data"
     build(data, DOCS)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.reliability.serve_index", str(data), NAME],
-        cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            pytest.fail(f"the test server did not start (exit {proc.wait(timeout=30)})")
+    with server_process("tests.reliability.serve_index", str(data), NAME) as (url, proc):
         yield url, data, proc
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def answers(url: str, proc: subprocess.Popen) -> list[list[tuple[str, float, str]]]:

@@ -11,10 +11,6 @@ MEMORY_BOUND_MB over the run. The same load against the real models is bench/loa
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import psutil
@@ -24,8 +20,8 @@ from bench.load_mix import mixed_load
 from rag.config import Paths
 from rag.indexing import build_from_cli
 from tests.reliability.serve_load import KEYS
+from tests.reliability.server_process import server_process
 
-REPO = Path(__file__).resolve().parents[2]
 MEMORY_BOUND_MB = 64
 QUESTIONS = [
     "Which score is used to decide on anticoagulation in atrial fibrillation?",
@@ -40,23 +36,8 @@ def server(tmp_path):
     data = tmp_path / "data"
     paths = Paths.from_env().model_copy(update={"data_dir": data})
     build_from_cli(paths, sources=["open-medicine"], limit=6, dense=None, progress=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.reliability.serve_load", str(data)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            pytest.fail(f"the load test server did not start (exit {proc.wait(timeout=30)})")
+    with server_process("tests.reliability.serve_load", str(data)) as (url, proc):
         yield url, proc
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def rss_mb(pid: int) -> float:
