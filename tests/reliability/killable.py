@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
+from tests.helpers import HashEmbedder, LetterModel, ListSource, make_doc, whitespace_spans
 
 N_DOCS = 700  # one chunk each: three embedding batches of 256, 256 and 188
 DOCS = [
@@ -40,30 +40,19 @@ class SlowEmbedder(HashEmbedder):
         return vectors
 
 
-class SlowLetterModel:
-    """Prefers option B, like tests/unit/evals/test_runner.py's model; sleeps per item."""
-
-    name = "letter-model"
+class SlowLetterModel(LetterModel):
+    """tests.helpers.LetterModel (prefers option B) that sleeps per item and logs it to ``progress``."""
 
     def __init__(self, progress: Path | None = None, delay_s: float = 0.0) -> None:
-        self.progress, self.delay_s, self.calls = progress, delay_s, 0
+        super().__init__()
+        self.progress, self.delay_s = progress, delay_s
 
     def next_token_logprobs(self, messages, candidates):
-        self.calls += 1
         time.sleep(self.delay_s)
         if self.progress is not None:
             with self.progress.open("a") as fh:
                 fh.write("item\n")
-        return {c: (-0.1 if c == "B" else -3.0) for c in candidates}
-
-    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
-        raise AssertionError("multiple choice never generates text")
-
-    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
-        raise AssertionError("multiple choice never generates text")
-
-    def fingerprint(self):
-        return {"name": self.name, "sha256": "0" * 64}
+        return super().next_token_logprobs(messages, candidates)
 
 
 def build(data: Path, embedder: HashEmbedder):

@@ -15,31 +15,7 @@ from rag.config import Paths
 from rag.errors import ConfigError
 from rag.indexing import build_from_cli
 from rag.profile import load_profile
-
-
-class LetterModel:
-    """Always prefers option B; optionally raises after `budget` scoring calls (a killed run)."""
-
-    name = "letter-model"
-
-    def __init__(self, budget: int | None = None) -> None:
-        self.calls = 0
-        self.budget = budget
-
-    def next_token_logprobs(self, messages, candidates):
-        self.calls += 1
-        if self.budget is not None and self.calls > self.budget:
-            raise KeyboardInterrupt  # what Ctrl-C or a kill does mid-run
-        return {c: (-0.1 if c == "B" else -3.0) for c in candidates}
-
-    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
-        raise AssertionError("multiple choice never generates text")
-
-    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
-        raise AssertionError("multiple choice never generates text")
-
-    def fingerprint(self):
-        return {"name": self.name, "sha256": "0" * 64}
+from tests.helpers import LetterModel
 
 
 @pytest.fixture(scope="module")
