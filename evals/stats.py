@@ -111,6 +111,31 @@ def paired_bootstrap_diff(
     return float(diff.mean()), float(low), float(high)
 
 
+def paired_bootstrap_mean_diff(
+    values_a: np.ndarray,
+    values_b: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """mean(B) - mean(A) of a per-query metric (nDCG, recall) and its percentile bootstrap interval.
+
+    Resamples queries with replacement, the two conditions' values kept together:
+    d_i = b_i - a_i, and each resample's statistic is the mean of n draws of d.
+    """
+    a, b = np.asarray(values_a, dtype=np.float64), np.asarray(values_b, dtype=np.float64)
+    _check_paired(a, b)
+    if n_resamples < 1 or not 0.0 < confidence < 1.0:
+        raise ValueError("need n_resamples >= 1 and 0 < confidence < 1")
+    diff = b - a
+    rng = np.random.default_rng(seed)
+    means = np.array([diff[rng.integers(0, diff.size, diff.size)].mean() for _ in range(n_resamples)])
+    alpha = (1.0 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(diff.mean()), float(low), float(high)
+
+
 @dataclass(frozen=True)
 class PairedCounts:
     """The 2x2 table of a paired comparison: both right, A only (harm), B only (help), both wrong."""

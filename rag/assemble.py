@@ -59,6 +59,8 @@ def make_reranker(config: RerankConfig, generator: Generator, paths: Paths) -> R
                 "the cross-encoder reranker needs rerank.model_path (a local CrossEncoder folder)"
             )
         return cls(config.model_path)  # type: ignore[no-any-return]
+    if config.backend == "trained":  # model_path unset: the relevance model shipped with medcite
+        return cls(config.model_path)  # type: ignore[no-any-return]
     from rag.rerank.cache import ScoreCache
 
     return cls(generator, cache=ScoreCache(paths.data_dir / "cache" / "rerank.sqlite"))  # type: ignore[no-any-return]

