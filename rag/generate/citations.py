@@ -48,6 +48,8 @@ class ParsedSentence:
     text: str
     claim: str  # the sentence with its markers stripped: what a verifier checks
     markers: tuple[int, ...]  # source numbers, in order of appearance, no repeats
+    start: int = 0  # where ``text`` lies in ``ParsedAnswer.text``: text == answer.text[start:end]
+    end: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def parse_answer(text: str, sources: Sequence[Hit]) -> ParsedAnswer:
                 numbers.append(number)
         order.extend(k for k in numbers if k not in order)
         body = cleaned[start:end]
-        sentences.append(ParsedSentence(text=body, claim=marker_free(body), markers=tuple(numbers)))
+        sentences.append(ParsedSentence(body, marker_free(body), tuple(numbers), start=start, end=end))
     citations = tuple(Citation.from_chunk(k, sources[k - 1].chunk) for k in order)
     return ParsedAnswer(
         text=cleaned, sentences=tuple(sentences), citations=citations, rejected=tuple(rejected)

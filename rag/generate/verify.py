@@ -47,7 +47,7 @@ import numpy as np
 
 from indexes.text import indexed_text
 from rag.errors import ConfigError, GeneratorError
-from rag.generate.citations import ParsedAnswer
+from rag.generate.citations import ParsedAnswer, ParsedSentence
 from rag.generate.support_signals import lexical_coverage, numbers_agree, passage_units, plain
 from rag.protocols import Embedder, Generator
 from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
@@ -97,19 +97,37 @@ class SupportVerifier:
                     f"citation [{k}] ({citation.chunk_id}) is not source {k} of the {len(sources)} given; "
                     "verify with the same sources the answer was parsed with"
                 )
-        pairs = sorted({(s.claim, k) for s in parsed.sentences for k in s.markers})
+        scored = self.score_sentences(parsed.sentences, sources)
+        per_marker: dict[int, list[float]] = {}
+        for _, by_marker in scored:
+            for k, value in by_marker.items():
+                per_marker.setdefault(k, []).append(value)
+        citations = [replace(c, support=float(np.mean(per_marker[c.marker]))) for c in parsed.citations]
+        return [sentence for sentence, _ in scored], citations
+
+    def score_sentences(
+        self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit]
+    ) -> list[tuple[SentenceSupport, dict[int, float]]]:
+        """Each sentence's support, and its support against each source it cites (by marker).
+
+        The support gate calls this a few sentences at a time while an answer streams, and needs
+        the per-passage scores to give each remaining citation the mean over the sentences kept.
+        """
+        for s in sentences:
+            if any(not 1 <= k <= len(sources) for k in s.markers):
+                raise ValueError(
+                    f"sentence markers {s.markers} point outside the {len(sources)} sources given"
+                )
+        pairs = sorted({(s.claim, k) for s in sentences for k in s.markers})
         scores = self.score_pairs([(claim, sources[k - 1].chunk) for claim, k in pairs])
         by_pair = {pair: score.support for pair, score in zip(pairs, scores, strict=True)}
-        sentences = []
-        per_marker: dict[int, list[float]] = {}
-        for s in parsed.sentences:
-            support = max((by_pair[(s.claim, k)] for k in s.markers), default=0.0)
-            for k in s.markers:
-                per_marker.setdefault(k, []).append(by_pair[(s.claim, k)])
+        out = []
+        for s in sentences:
+            by_marker = {k: by_pair[(s.claim, k)] for k in s.markers}
+            support = max(by_marker.values(), default=0.0)
             supported = bool(s.markers) and support >= self.threshold
-            sentences.append(SentenceSupport(s.claim, s.markers, support, supported))
-        citations = [replace(c, support=float(np.mean(per_marker[c.marker]))) for c in parsed.citations]
-        return sentences, citations
+            out.append((SentenceSupport(s.claim, s.markers, support, supported), by_marker))
+        return out
 
     def score_pairs(self, pairs: Sequence[tuple[str, Chunk]]) -> list[PairSupport]:
         """Support of each ``(claim, passage)``; all texts are embedded in one batch."""

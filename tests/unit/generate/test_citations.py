@@ -247,3 +247,15 @@ def test_any_text_parses_to_known_sources_and_cleaning_is_idempotent(pieces, n):
 @given(st.text())
 def test_parse_is_deterministic_and_total_on_random_unicode(text):
     assert parse_answer(text, SOURCES) == parse_answer(text, SOURCES)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["First claim [1]. Second claim [2][3].", "- Item one [1]\n- Item two.\n\nPara [Source 2]. Tail [9]."],
+)
+def test_each_parsed_sentence_knows_its_span_in_the_cleaned_text(raw):
+    parsed = parse_answer(raw, [hit(1), hit(2), hit(3)])
+    assert parsed.sentences
+    for s in parsed.sentences:
+        assert parsed.text[s.start : s.end] == s.text
+    assert [s.start for s in parsed.sentences] == sorted(s.start for s in parsed.sentences)

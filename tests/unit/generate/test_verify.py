@@ -243,3 +243,20 @@ def test_a_judge_without_an_opinion_leaves_the_heuristic():
     scores = SupportVerifier(HashEmbedder(), judge=judge).score_pairs(pairs)
     assert [s.support for s in scores] == pytest.approx(expected)
     assert len(judge.calls) == 2
+
+
+def test_score_sentences_gives_each_sentences_support_per_cited_passage():
+    qsofa, doac = chunk(QSOFA, n=1), chunk(DOAC, n=2)
+    sources = [hit(qsofa, 1), hit(doac, 2)]
+    parsed = parse_answer("Reduce apixaban to 2.5 mg BID [2]. Respiratory rate 22 counts [1][2].", sources)
+    verifier = SupportVerifier(HashEmbedder())
+    scored = verifier.score_sentences(parsed.sentences, sources)
+    sentences, citations = verifier.verify(parsed, sources)
+    assert [s for s, _ in scored] == sentences  # verify() is built on it
+    (_, first), (_, second) = scored
+    assert set(first) == {2} and set(second) == {1, 2}
+    assert sentences[1].support == max(second.values())
+    by_marker = {c.marker: c.support for c in citations}
+    assert by_marker[2] == pytest.approx((first[2] + second[2]) / 2)  # the mean over citing sentences
+    with pytest.raises(ValueError, match="outside the 1 sources"):
+        verifier.score_sentences(parsed.sentences, sources[:1])
