@@ -1,0 +1,125 @@
+"""Is a cited passage about the question at all? A cheap, explainable check after generation.
+
+The support verifier asks whether a passage supports the sentence that cites it; it does not ask
+whether the passage is about what was asked. Out-of-corpus questions showed the gap (issue 14):
+"What is the recommended dose of pembrolizumab for metastatic melanoma?" was answered with a
+dose cited to the HPO phenotype list of familial melanoma, which names melanoma and no drug.
+
+The rule, over ``indexes.text.tokenize`` tokens:
+
+1. The question's *key terms* are its content tokens (stop words already dropped), with
+   compounds split into their parts ("angle-closure" -> angle, closure), minus numbers and minus
+   ``GENERIC_TERMS``: words that say what kind of answer is wanted or whom it is for (dose,
+   treatment, recommended, first-line, antibiotic, score, patients, adults, acute, ...), which a
+   passage that answers need not repeat. What is left names the subject: drugs, conditions,
+   scores, organisms ("pembrolizumab", "metastatic", "melanoma").
+2. A passage (title, section path and text, as the index sees it) is about the question when it
+   contains *every* key term, compared after ``stem``: a plural "s"/"ies", a final "e" and one
+   ending out of -ation, -ing, -ed, -ic, -al are cut, so "infections" meets "infection",
+   "diabetes" meets "diabetic" and "treated" meets "treat".
+3. A question with no key term left ("and in children?") cannot be checked; every passage passes.
+
+What it catches: a passage that lacks the drug, condition or score the question names
+(pembrolizumab against a melanoma phenotype list; "acute angle-closure glaucoma" against a
+passage on another eye disease; "bacterial prostatitis" against a pneumonia guideline).
+
+What it misses, by design or by cheapness:
+
+- a passage that names every key term but is about something else (a phenotype list of
+  alkaptonuria that includes "Prostatitis" covers "bacterial prostatitis" only if it also says
+  "bacterial"; a list that happens to name both passes). The verifier, and the reranker before
+  generation, judge the content; this check only rejects passages that cannot be about the
+  question;
+- synonyms and abbreviations: a passage that says only "AF" or "anticoagulant" does not cover
+  "atrial fibrillation" or "anticoagulation" (the title and section usually do, and they count);
+  a correct sentence citing such a passage is then not shown, which is the safe side to err on;
+- a subject word in ``GENERIC_TERMS`` ("score" in "CHA2DS2-VASc score" stays covered by the
+  other parts of the name, but "What is the score for X?" checks only X).
+
+Measured on the default index (open-medicine + HPO, 14,816 chunks) with the top 6 hybrid hits
+of 15 questions (the 10 of ``bench/ask_questions.py`` and the 5 of
+``scripts/support_gate_examples.py``): for the out-of-corpus ones (pembrolizumab, head lice,
+yellow fever vaccination) no hit passes; for each answerable one the passage that answers it
+passes (CHA2DS2-VASc, qSOFA, CAP antibiotics, Marfan, Rett: 5-6 of 6 hits). The misses are
+passages that abbreviate or leave out a term of the question: 1 of 6 KDIGO hits for "eGFR ...
+CKD stage G3a" (the others say "GFR" or no stage), 2 of 6 ADA hits for "nonpregnant adults", 1
+of 6 ACR hits for "serum urate" (the others say "SU"). A correct sentence citing only such a
+passage is not shown; the answer then says why and lists the passages.
+
+Pure functions; nothing here loads a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from indexes.text import indexed_text, tokenize
+from rag.types import Chunk
+
+# Words a question uses to ask (what kind of answer, for whom, how sure), not to name its subject.
+# Kept small on purpose: every word here is one the check no longer requires of a passage.
+GENERIC_TERMS = frozenset(
+    # what kind of answer is wanted
+    """
+    dose doses dosage dosing dosed treatment treatments treat treats treated treating therapy
+    therapies therapeutic regimen regimens drug drugs medication medications medicine agent agents
+    antibiotic antibiotics option options choice preferred best first second line initial standard
+    usual management score scores criteria criterion test tests diagnosis definition range stage
+    goal goals target duration features feature phenotypes signs symptoms cause causes risk mg mcg
+    kg ml
+    """
+    # how the question asks
+    """
+    recommended recommend recommends recommendation recommendations guideline guidelines aim indicated
+    indication indications appropriate used use using given give should decide decides decision
+    choose guide guides guided determine determines define defines defined estimate assess take
+    taken get
+    assessment screen screening prevent prevention manage managed required need needed consider
+    considered suggested common frequent frequently typical clinical often much many long
+    """
+    # for whom, how bad
+    """
+    patients patient adult adults child children people person pediatric paediatric women men
+    acute chronic mild moderate severe severity low high disease diseases disorder disorders
+    syndrome condition conditions
+    """.split()
+)
+
+_ENDINGS = ("ation", "ing", "ed", "ic", "al")  # one of these is cut, longest first, stem >= 4 letters
+_JOINERS = re.compile(r"[-/+']")
+
+
+def stem(token: str) -> str:
+    """A deliberately small stemmer for matching (see the module docstring); codes stay as they are."""
+    if len(token) <= 4 or not token.isalpha():  # short words and codes (a1c, g3a, egfr) match exactly
+        return token
+    if token.endswith("ies"):
+        token = token[:-3] + "y"
+    elif token.endswith("s") and not token.endswith(("ss", "is", "us")):  # sepsis, prostatitis stay
+        token = token[:-1]
+    for ending in _ENDINGS:
+        if token.endswith(ending) and len(token) - len(ending) >= 4:
+            token = token[: -len(ending)]
+            break
+    return token[:-1] if token.endswith("e") and len(token) > 4 else token
+
+
+def key_terms(question: str) -> tuple[str, ...]:
+    """The question's subject words, in order, without repeats (rule 1 of the module docstring)."""
+    # Compounds are split so that "angle-closure" needs "angle" and "closure", not the joined
+    # token "angleclosure" that only a passage hyphenating it the same way would contain.
+    tokens = tokenize(_JOINERS.sub(" ", question))
+    terms = [t for t in tokens if t not in GENERIC_TERMS and not t.replace(".", "").isdigit()]
+    return tuple(dict.fromkeys(terms))
+
+
+def missing_terms(terms: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
+    """The key terms that ``chunk`` (title, section path and text) does not contain (rule 2)."""
+    have = {stem(t) for t in tokenize(indexed_text(chunk.title, chunk.section, chunk.text))}
+    return tuple(t for t in terms if stem(t) not in have)
+
+
+def is_about(question: str, chunk: Chunk) -> bool:
+    """Whether ``chunk`` contains every key term of ``question`` (True when there is none)."""
+    return not missing_terms(key_terms(question), chunk)

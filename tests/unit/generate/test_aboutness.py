@@ -1,0 +1,83 @@
+"""Is a cited passage about the question? The key-term rule of rag/generate/aboutness.py, by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.generate.aboutness import is_about, key_terms, missing_terms, stem
+from rag.types import Chunk
+
+PEMBRO = "What is the recommended dose of pembrolizumab for metastatic melanoma?"
+
+
+def chunk(title: str, section: tuple[str, ...], text: str) -> Chunk:
+    return Chunk("d#0", "d", title, section, "test", "https://example.org/d", "CC0", 0, len(text), text)
+
+
+FAMILIAL_MELANOMA = chunk("Familial melanoma", ("Phenotypes", "Very frequent (80-99%)"), "Melanoma\nNevus")
+CUTI = chunk(
+    "IDSA Clinical Practice Guideline for the Treatment of Complicated Urinary Tract Infections",
+    ("Empiric Antibiotic Selection", "Severe illness"),
+    "For complicated urinary tract infection with sepsis, start a carbapenem after cultures.",
+)
+
+
+def test_key_terms_keep_the_subject_and_drop_how_the_question_asks():
+    assert key_terms(PEMBRO) == ("pembrolizumab", "metastatic", "melanoma")
+    # compounds are split, "first-line", "acute" and "treatment" say nothing of the subject
+    assert key_terms("What is the first-line treatment for acute angle-closure glaucoma?") == (
+        "angle", "closure", "glaucoma",
+    )  # fmt: skip
+    assert key_terms("Which eGFR range defines CKD stage G3a?") == ("egfr", "ckd", "g3a")
+    assert key_terms("Is 2.5 mg of warfarin given to 70 patients?") == ("warfarin",)  # no numbers, units
+
+
+def test_the_issue_14_passage_is_not_about_a_drug_it_never_names():
+    assert missing_terms(key_terms(PEMBRO), FAMILIAL_MELANOMA) == ("pembrolizumab", "metastatic")
+    assert not is_about(PEMBRO, FAMILIAL_MELANOMA)
+
+
+def test_a_passage_about_the_question_passes_despite_plurals_and_endings():
+    # "infections" in the question, "infection" in the text; "Complicated" from the title
+    assert is_about("Which carbapenem treats complicated urinary tract infections with sepsis?", CUTI)
+    diabetic = chunk(
+        "Standards of Care", ("Glycemic Goals",), "An A1C goal below 7% suits most diabetic adults."
+    )
+    assert is_about("What A1C goal is appropriate for adults with diabetes?", diabetic)
+
+
+def test_title_and_section_count_as_part_of_the_passage():
+    af = chunk(
+        "Guideline for the Management of Atrial Fibrillation", ("Anticoagulation",),
+        "The CHA2DS2-VASc score is the recommended tool for stroke risk.",
+    )  # fmt: skip
+    assert is_about("Which score is used to decide on anticoagulation in atrial fibrillation?", af)
+    assert not is_about("Which score is used to decide on anticoagulation in atrial flutter?", af)
+
+
+def test_a_question_with_no_key_term_cannot_be_checked_and_passes():
+    assert key_terms("And in children?") == ()
+    assert is_about("And in children?", FAMILIAL_MELANOMA)
+
+
+def test_known_miss_a_list_that_names_every_key_term_passes():
+    # Documented limit: the check only rejects passages that cannot be about the question. A
+    # phenotype list naming the disease is let through; the verifier judges the claim itself.
+    phenotypes = chunk(
+        "Persistent hyperplastic primary vitreous", ("Phenotypes",), "Angle-closure glaucoma\nCataract"
+    )
+    assert is_about("What is the first-line treatment for acute angle-closure glaucoma?", phenotypes)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("infections", "infection"), ("diabetes", "diabetic"), ("treated", "treat"), ("therapies", "therapy"),
+     ("melanomas", "melanoma"), ("doses", "dose")],
+)  # fmt: skip
+def test_stem_meets_inflections(a, b):
+    assert stem(a) == stem(b)
+
+
+@pytest.mark.parametrize(("a", "b"), [("prostatitis", "prostate"), ("sepsis", "seps"), ("a1c", "a1")])
+def test_stem_keeps_distinct_words_apart(a, b):
+    assert stem(a) != stem(b)
