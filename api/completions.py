@@ -14,7 +14,7 @@ import uuid
 from dataclasses import asdict
 from typing import Any
 
-from rag.render import hit_to_dict
+from rag.render import hit_to_dict, sentence_to_dict
 from rag.types import Answer
 
 
@@ -39,9 +39,10 @@ def extras(answer: Answer) -> dict[str, Any]:
         "evidence": [hit_to_dict(h) for h in answer.evidence],
         "medcite": {
             "mode": answer.mode,
-            "text": answer.text,  # the final text; a stream's pieces may differ (see notes)
+            "text": answer.text,  # the final text: what the stream's content pieces add up to
             "notes": list(answer.notes),
-            "sentences": [{**asdict(s), "markers": list(s.markers)} for s in answer.sentences],
+            # every generated sentence, with what the support gate did (removed ones included)
+            "sentences": [sentence_to_dict(s) for s in answer.sentences],
             "timings": {k: round(v, 4) for k, v in answer.timings.items()},
         },
     }

@@ -1,9 +1,11 @@
 """Run a blocking ``Pipeline.stream`` in a worker thread and consume it from async code.
 
 The event loop stays free for retrieval and health checks while the model works. A client that
-disconnects sets the cancel flag; the worker stops at the next generated piece and closes the
-pipeline's stream, which releases the model for the next request. (Reranking runs to its end
-before the first piece, so a cancel during reranking takes effect once it finishes.)
+disconnects sets the cancel flag. The pipeline is handed the flag's ``is_set`` and asks it after
+every generated token, also while it holds a sentence back for verification (nothing reaches the
+worker then), so generation stops at the next token and the model is released for the next
+request. (Reranking runs to its end before the first token, so a cancel during reranking takes
+effect once it finishes.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ class ClientGone(Exception):
 
 
 class PipelineRun:
-    def __init__(self, make_stream: Callable[[], Iterator[Any]]) -> None:
+    def __init__(self, make_stream: Callable[[Callable[[], bool]], Iterator[Any]]) -> None:
+        """``make_stream(cancelled)`` starts the pipeline's stream; ``cancelled()`` turns True
+        once the client has gone."""
         self._make_stream = make_stream
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self.cancel = threading.Event()
@@ -40,7 +44,7 @@ class PipelineRun:
     def _work(self) -> None:
         stream: Any = None
         try:
-            stream = self._make_stream()
+            stream = self._make_stream(self.cancel.is_set)
             for item in stream:
                 if self.cancel.is_set():
                     break

@@ -85,7 +85,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         generator = generator or make_generator(profile.generator, paths)
         reranker = make_reranker(profile.rerank, generator, paths)
         check_evidence_limits(reranker, profile.rerank.threshold, max_keep=profile.rerank.keep)
-        verifier = None
+        verifier = None  # without embeddings nothing can be verified: the gate treats it so
         if embedder is not None:
             judge = generator if profile.verify.llm_judge else None
             verifier = SupportVerifier(embedder, threshold=profile.verify.threshold, judge=judge)
@@ -102,6 +102,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         reformulation=profile.reformulation.kind,
         reformulation_tokens=profile.reformulation.max_tokens,
         filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
+        support_policy=profile.verify.policy,
     )
     pipeline = Pipeline(retriever, reranker, generator, verifier=verifier, settings=settings)
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)

@@ -5,7 +5,10 @@
     chain = as_runnable(pipeline)                            # "question" -> answer dict
 
 Documents carry the chunk's full provenance in ``metadata`` (chunk id, title, section, source,
-URL, licence, span) plus the retrieval score, so citations survive a LangChain app.
+URL, licence, span) plus the retrieval score, so citations survive a LangChain app. The chain
+runnables go through ``Pipeline.answer`` / ``Pipeline.stream``, so the support gate applies as
+everywhere: the streaming runnable yields verified sentences one at a time, never one the gate
+removed, and its last item (the answer dict) has the same text they add up to.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ def as_runnable(pipeline: Any, *, closed_book: bool = False) -> RunnableLambda[A
 
 
 def as_streaming_runnable(pipeline: Any) -> RunnableGenerator[Any, Any]:
-    """Streams text pieces (``str``) and ends with the answer dict."""
+    """Streams the answer a verified sentence at a time (``str``) and ends with the answer dict."""
 
     def run(inputs: Iterator[Any]) -> Iterator[Any]:
         for value in inputs:

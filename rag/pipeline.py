@@ -2,17 +2,19 @@
 
 One question goes through: optional reformulation -> retrieval (filters before ranking) ->
 reranking with an evidence threshold -> generation from numbered sources -> citation parsing
--> support verification. When no passage clears the threshold the pipeline abstains instead
-of letting the model answer from memory; when generation fails it returns the evidence,
-labelled as degraded. Closed-book answers happen only on request and say so.
+-> the support gate (each sentence verified against its cited passages, each cited passage
+checked to be about the question; ``rag/generate/gate.py``). When no passage clears the
+threshold, or no generated sentence passes the gate, the pipeline abstains instead of letting
+the model answer from memory; when generation fails it returns the evidence, labelled as
+degraded. Closed-book answers happen only on request and say so.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Generator as Coroutine
-from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +22,12 @@ from rag.choice import choose_option
 from rag.errors import GeneratorError, ModelError
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
+from rag.generate.gate import SupportChecker, SupportGate
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
 from rag.rerank.injection import set_aside_instructions
 from rag.retrieve.query import clean_query
-from rag.types import Answer, Filters, Generation, Hit, Message
+from rag.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,9 @@ class PipelineSettings:
     degrade_on_generator_error: bool = True
     # Passages that address instructions to the model are set aside before reranking (noted).
     screen_instructions: bool = True
+    # What happens to a generated sentence its cited passage does not support, or that cites a
+    # passage not about the question (rag/generate/gate.py): "drop" | "flag" | "abstain".
+    support_policy: SupportPolicy = "drop"
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:
@@ -86,7 +92,7 @@ class Pipeline:
         reranker: Reranker,
         generator: Generator,
         *,
-        verifier: Any | None = None,
+        verifier: SupportChecker | None = None,
         settings: PipelineSettings | None = None,
     ) -> None:
         self.retriever = retriever
@@ -180,11 +186,19 @@ class Pipeline:
         filters: Filters | None = None,
         history: Sequence[Message] = (),
         stream_tokens: bool = True,
+        cancelled: Callable[[], bool] | None = None,
     ) -> Iterator[str | Answer]:
-        """Yield answer text pieces as they are generated, then the final ``Answer``.
+        """Yield the answer text as it may be presented, then the final ``Answer``.
+
+        A generated answer passes the support gate (``rag.generate.gate``) on its way out: it
+        arrives a sentence at a time, each once the next has begun and it has been verified
+        against its cited passages; sentences that fail are left out or flagged, as the
+        ``support_policy`` says. The text pieces joined are the final ``Answer.text``.
 
         With ``stream_tokens=False`` the generator is called once without streaming (which also
-        reports exact token usage) and the text comes as one piece.
+        reports exact token usage) and the text comes as one piece. ``cancelled`` is asked after
+        every generated token (the API's client may leave while a sentence is held back); once
+        it says True the generation is closed and the stream ends without an answer.
         """
         question = clean_query(question)
         clock = Clock()
@@ -203,51 +217,81 @@ class Pipeline:
             yield abstention.text
             yield abstention
             return
+        gate = SupportGate(
+            question, found.kept, self.verifier, self.settings.support_policy,
+            abstain_token=prompts.abstain_token(),
+        )  # fmt: skip
+        pieces = self._generate(prompts.rag_messages(question, found.kept), clock, stream_tokens)
+        raw, sent = "", ""
         try:
-            raw, usage = yield from self._generate(
-                prompts.rag_messages(question, found.kept), clock, stream_tokens
-            )
+            while True:
+                try:
+                    raw += next(pieces)
+                except StopIteration as stop:
+                    final_raw, usage = stop.value
+                    break
+                if cancelled is not None and cancelled():
+                    return  # `finally` closes the model's stream
+                text = gate.feed(raw)
+                if text:
+                    sent += text
+                    yield text
         except GeneratorError as exc:
             if not self.settings.degrade_on_generator_error:
                 raise
-            yield self._degraded(question, clock, found, str(exc))
+            degraded = self._degraded(question, clock, found, str(exc), gate=gate)
+            yield degraded.text[len(sent) :]
+            yield degraded
             return
+        finally:
+            pieces.close()
         found.usage.update(usage)
-        yield self._finish(question, raw, clock, found)
+        answer = self._finish(question, final_raw, clock, found, gate)
+        rest = answer.text[len(sent) :]
+        if rest:
+            yield rest
+        yield answer
 
     def _generate(
         self, messages: Sequence[Message], clock: Clock, stream_tokens: bool
     ) -> Coroutine[str, None, tuple[str, dict[str, int]]]:
-        """Yield text pieces (none when not streaming); return the full text and token usage."""
+        """Yield text pieces (none when not streaming); return the full text and token usage.
+
+        Only the time spent waiting on the generator counts as "generate": while a piece is
+        out, the consumer may be verifying a sentence, which is the "verify" stage.
+        """
         s = self.settings
         start = time.perf_counter()
-        try:
-            if not stream_tokens:
+        if not stream_tokens:
+            try:
                 generation: Generation = self.generator.generate(
                     messages, max_tokens=s.max_tokens, temperature=s.temperature
                 )
-                return generation.text, _usage(generation)
-            pieces: list[str] = []
-            stream = self.generator.stream(messages, max_tokens=s.max_tokens, temperature=s.temperature)
-            # A generator's stream may return its token usage (StopIteration.value); `yield from`
-            # would hide the pieces, so iterate by hand.
-            try:
-                while True:
-                    try:
-                        piece = next(stream)
-                    except StopIteration as stop:
-                        usage = stop.value if isinstance(stop.value, dict) else {}
-                        return "".join(pieces), usage
-                    pieces.append(piece)
-                    yield piece
             finally:
-                close = getattr(stream, "close", None)
-                if close is not None:  # a consumer that stops early frees the model at once
-                    close()
+                _add(clock, "generate", time.perf_counter() - start)
+            return generation.text, _usage(generation)
+        pieces: list[str] = []
+        stream = self.generator.stream(messages, max_tokens=s.max_tokens, temperature=s.temperature)
+        # A generator's stream may return its token usage (StopIteration.value); `yield from`
+        # would hide the pieces, so iterate by hand.
+        try:
+            while True:
+                start = time.perf_counter()
+                try:
+                    piece = next(stream)
+                except StopIteration as stop:
+                    usage = stop.value if isinstance(stop.value, dict) else {}
+                    return "".join(pieces), usage
+                finally:
+                    _add(clock, "generate", time.perf_counter() - start)
+                pieces.append(piece)
+                yield piece
         finally:
-            clock.timings["generate"] = clock.timings.get("generate", 0.0) + time.perf_counter() - start
+            close = getattr(stream, "close", None)
+            if close is not None:  # a consumer that stops early frees the model at once
+                close()
 
-    def _finish(self, question: str, raw: str, clock: Clock, found: Evidence) -> Answer:
+    def _finish(self, question: str, raw: str, clock: Clock, found: Evidence, gate: SupportGate) -> Answer:
         if raw.strip().upper().startswith(prompts.abstain_token()):
             return self._abstain(
                 question, clock, found, "the model judged the retrieved evidence insufficient"
@@ -256,39 +300,48 @@ class Pipeline:
         if not any(ch.isalpha() for ch in strip_markers(parsed.text)):
             what = "citation markers but no answer text" if raw.strip() else "no text at all"
             return self._degraded(question, clock, found, f"the model produced {what}")
+        result = gate.finish(parsed)
+        _add(clock, "verify", gate.seconds)
         notes = list(found.notes)
         if parsed.rejected:
             notes.append(f"removed citation markers that point at no source: {sorted(set(parsed.rejected))}")
-        sentences: tuple[Any, ...] = ()
-        citations = tuple(parsed.citations)
-        if self.verifier is not None:
-            checked, verified = clock.run("verify", self.verifier.verify, parsed, found.kept)
-            sentences, citations = tuple(checked), tuple(verified)
-            unsupported = sum(1 for s in sentences if not s.supported)
-            if unsupported:
-                notes.append(
-                    f"{unsupported} of {len(sentences)} sentences are not supported by their cited passage"
-                )
-        if not citations:
+        notes.extend(result.notes)
+        if result.abstain:
+            return self._abstain(
+                question, clock, found, *notes[len(found.notes) :], sentences=result.sentences
+            )
+        if not result.citations:
             notes.append("the answer carries no valid citation; treat it as unverified")
         return Answer(
-            question=question, text=parsed.text, mode="rag", citations=citations, sentences=sentences,
-            evidence=tuple(found.kept), timings=clock.timings, usage=found.usage, notes=tuple(notes),
+            question=question, text=result.text, mode="rag", citations=result.citations,
+            sentences=result.sentences, evidence=tuple(found.kept), timings=clock.timings,
+            usage=found.usage, notes=tuple(notes),
         )  # fmt: skip
 
-    def _abstain(self, question: str, clock: Clock, found: Evidence, why: str) -> Answer:
+    def _abstain(
+        self, question: str, clock: Clock, found: Evidence, *why: str,
+        sentences: tuple[SentenceSupport, ...] = (),
+    ) -> Answer:  # fmt: skip
         return Answer(
-            question=question, text=prompts.abstain_message(), mode="abstained", evidence=tuple(found.kept),
-            timings=clock.timings, usage=found.usage, notes=(*found.notes, why),
+            question=question, text=prompts.abstain_message(), mode="abstained", sentences=sentences,
+            evidence=tuple(found.kept), timings=clock.timings, usage=found.usage, notes=(*found.notes, *why),
         )  # fmt: skip
 
-    def _degraded(self, question: str, clock: Clock, found: Evidence, reason: str) -> Answer:
+    def _degraded(
+        self, question: str, clock: Clock, found: Evidence, reason: str, *, gate: SupportGate | None = None
+    ) -> Answer:
+        """The evidence, labelled as not an answer. Sentences the gate already let out (a stream
+        that failed part-way) stay in front, with their citations, so the text matches the stream."""
         text = (
             "Generation failed, so this is not an answer: the passages below were retrieved "
             "for the question but not summarised."
         )
+        sofar = gate.so_far() if gate is not None else None
+        if sofar is not None and sofar.text:
+            text = f"{sofar.text}\n\n{text}"
         return Answer(
             question=question, text=text, mode="degraded", evidence=tuple(found.kept), timings=clock.timings,
+            citations=sofar.citations if sofar else (), sentences=sofar.sentences if sofar else (),
             usage=found.usage, notes=(*found.notes, f"generator error: {reason}"),
         )  # fmt: skip
 
@@ -310,6 +363,10 @@ class Pipeline:
             if not found.kept:
                 found.notes.append("no passage cleared the evidence threshold; answered without sources")
         return choose_option(self.generator, question, options, found.kept, clock, found.usage, found.notes)
+
+
+def _add(clock: Clock, stage: str, seconds: float) -> None:
+    clock.timings[stage] = clock.timings.get(stage, 0.0) + seconds
 
 
 def _usage(generation: Generation) -> dict[str, int]:

@@ -64,6 +64,12 @@ class GeneratorConfig(_Strict):
 class VerifyConfig(_Strict):
     threshold: float = Field(default=0.5, ge=0.0, le=1.0)
     llm_judge: bool = False
+    # What a generated sentence below the threshold, or citing a passage not about the question,
+    # becomes (rag/generate/gate.py): "drop" leaves it out (the answer abstains when none is
+    # left), "flag" shows it behind an [UNSUPPORTED] label, "abstain" withholds the whole answer.
+    # An index without embeddings has no verifier: nothing is verified, so drop and abstain
+    # abstain and flag labels every sentence [UNVERIFIED].
+    policy: Literal["drop", "flag", "abstain"] = "drop"
 
 
 class Profile(_Strict):

@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from rag.types import Answer, Hit
+from rag.types import Answer, Hit, SentenceSupport
 
 # C0/C1 controls except tab and newline, and the bidirectional embeddings, overrides and isolates
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -24,13 +24,18 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
     return {**hit.chunk.to_json(), "score": hit.score, "rank": hit.rank, "retriever": hit.retriever}
 
 
+def sentence_to_dict(sentence: SentenceSupport) -> dict[str, Any]:
+    """One generated sentence's record: its claim, markers, support and what the gate did with it."""
+    return {**asdict(sentence), "markers": list(sentence.markers), "reasons": list(sentence.reasons)}
+
+
 def answer_to_dict(answer: Answer) -> dict[str, Any]:
     return {
         "question": answer.question,
         "answer": answer.text,
         "mode": answer.mode,
         "citations": [{**asdict(c), "section": list(c.section)} for c in answer.citations],
-        "sentences": [{**asdict(s), "markers": list(s.markers)} for s in answer.sentences],
+        "sentences": [sentence_to_dict(s) for s in answer.sentences],
         "evidence": [hit_to_dict(h) for h in answer.evidence],
         "choice": answer.choice,
         "option_probs": dict(answer.option_probs) if answer.option_probs is not None else None,
@@ -47,11 +52,21 @@ def _quote(text: str, width: int = 92, limit: int = 300) -> str:
 
 
 def answer_to_text(answer: Answer) -> str:
+    """The answer for a terminal: header, text, sources (or the evidence when it is not an
+    answer), what the support gate did, notes and timings.
+
+    A sentence the gate removed is never printed, not even labelled (a wrong dose on screen is the
+    worst output); its reasons are, and ``--json`` has the full record.
+    """
     lines: list[str] = []
     if answer.sentences:
-        supported = sum(1 for s in answer.sentences if s.supported)
+        shown = sum(1 for s in answer.sentences if s.status == "shown")
         total = len(answer.sentences)
-        header = f"Answer ({answer.mode}; {supported}/{total} sentences supported by their sources)"
+        extra = "".join(
+            f", {n} {status}" for status in ("flagged", "removed")
+            if (n := sum(1 for s in answer.sentences if s.status == status))
+        )  # fmt: skip
+        header = f"Answer ({answer.mode}; {shown}/{total} sentences supported by their sources{extra})"
     elif answer.mode == "rag" and not answer.citations:
         header = "Answer (rag; no valid citation: unverified)"
     else:
@@ -75,9 +90,11 @@ def answer_to_text(answer: Answer) -> str:
             lines.append(f"  {h.rank}. {h.chunk.title} ({h.chunk.chunk_id}) {h.chunk.url}")
             lines.append(_quote(h.chunk.text))
         lines.append("")
-    unsupported = [s for s in answer.sentences if not s.supported]
-    for s in unsupported:
-        lines.append(f"! unsupported: {s.text}")
+    for n, s in enumerate(answer.sentences, start=1):
+        if s.status == "flagged":
+            lines.append(f"! flagged (sentence {n}): {'; '.join(s.reasons)}")
+        elif s.status == "removed":
+            lines.append(f"! removed (sentence {n}, not shown): {'; '.join(s.reasons)}")
     for note in answer.notes:
         lines.append(f"note: {note}")
     if answer.timings:

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+# What the pipeline does with a generated sentence its cited passage does not support (or that
+# cites a passage not about the question): leave it out, show it marked, or withhold the answer.
+SupportPolicy = Literal["drop", "flag", "abstain"]
 
 
 @dataclass(frozen=True)
@@ -162,12 +166,22 @@ class Citation:
 
 @dataclass(frozen=True)
 class SentenceSupport:
-    """One answer sentence, the markers it carries, and whether its cited passages support it."""
+    """One generated sentence, the markers it carries, whether its cited passages support it,
+    and what the support gate did with it.
+
+    ``status``: ``shown`` (in the answer text as written), ``flagged`` (in the text behind a
+    visible ``[UNSUPPORTED]``/``[UNVERIFIED]`` label) or ``removed`` (not in the text; kept here
+    so a caller can see what was left out and why). ``reasons`` says why a sentence was not
+    shown as written; ``on_topic`` is False when a passage it cites is not about the question.
+    """
 
     text: str
     markers: tuple[int, ...]
-    support: float  # best support over its cited passages, 0 when it cites none
+    support: float  # best support over its cited passages, 0 when it cites none or is unverified
     supported: bool
+    status: str = "shown"  # "shown" | "flagged" | "removed"
+    reasons: tuple[str, ...] = ()
+    on_topic: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,8 +190,9 @@ class Answer:
 
     ``mode`` says what kind of answer this is, so no caller mistakes one for another:
     ``rag`` (grounded in cited evidence), ``closed-book`` (model memory only, by request),
-    ``abstained`` (no evidence cleared the threshold), ``degraded`` (generation failed;
-    ``evidence`` lists the passages found, unsummarised).
+    ``abstained`` (no evidence cleared the threshold, the model judged it insufficient, or no
+    generated sentence passed the support gate; ``evidence`` lists the passages found),
+    ``degraded`` (generation failed; ``evidence`` lists the passages found, unsummarised).
     """
 
     question: str

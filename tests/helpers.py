@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from corpora.sources.base import DocumentBuilder
-from rag.types import Document
+from rag.errors import GeneratorTimeout
+from rag.types import Document, Generation
 
 
 def whitespace_spans(text: str) -> list[tuple[int, int]]:
@@ -106,3 +107,60 @@ class LetterModel:
 
 def all_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
+
+
+class ScriptedVerifier:
+    """A stand-in for ``SupportVerifier``: every cited sentence scores 0.9 against each passage it
+    cites, except those whose claim contains one of ``unsupported`` (0.1). Records the claims it
+    was asked about, call by call."""
+
+    def __init__(self, unsupported: Sequence[str] = (), threshold: float = 0.5) -> None:
+        self.unsupported = tuple(unsupported)
+        self.threshold = threshold
+        self.calls: list[list[str]] = []
+
+    def score_sentences(self, sentences, sources):
+        from rag.types import SentenceSupport
+
+        self.calls.append([s.claim for s in sentences])
+        out = []
+        for s in sentences:
+            value = 0.1 if any(phrase in s.claim for phrase in self.unsupported) else 0.9
+            by_marker = {k: value for k in s.markers}
+            support = max(by_marker.values(), default=0.0)
+            supported = bool(s.markers) and support >= self.threshold
+            out.append((SentenceSupport(s.claim, s.markers, support, supported), by_marker))
+        return out
+
+
+class WordGenerator:
+    """Streams ``reply`` word by word, counting the words produced; can time out after
+    ``fail_after`` words. ``closed`` tells whether its stream was closed (finished or not)."""
+
+    name = "word-generator"
+
+    def __init__(self, reply: str, *, fail_after: int | None = None) -> None:
+        self.reply = reply
+        self.fail_after = fail_after
+        self.produced = 0
+        self.closed = False
+
+    def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        return Generation(self.reply, 100, len(self.reply.split()), 0.0)
+
+    def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+        try:
+            for n, word in enumerate(self.reply.split(" ")):
+                if self.fail_after is not None and n >= self.fail_after:
+                    raise GeneratorTimeout("no reply within 5 s")
+                self.produced = n + 1
+                yield word if n == 0 else " " + word
+        finally:
+            self.closed = True
+        return {"prompt_tokens": 100, "completion_tokens": self.produced}
+
+    def next_token_logprobs(self, messages, candidates):
+        return {c: -1.0 for c in candidates}
+
+    def fingerprint(self):
+        return {"name": self.name}

@@ -3,9 +3,12 @@
 The latest user turn is the question; the turn before it shapes the search (follow-ups); the
 client's system messages are not passed to the model (medcite's own instructions govern
 citation and abstention). Every request takes a generation slot first (429 when the queue is
-full). A stream starts only once the first piece of the answer exists, so failures before it
-(unknown model, bad query, generator down) get their proper HTTP status; failures after it
-arrive as an OpenAI-style ``error`` event before ``[DONE]``.
+full). Content streams a sentence at a time: ``Pipeline.stream`` lets a sentence out only once
+the support gate has verified it (``rag/generate/gate.py``), so an unsupported sentence never
+reaches a client as ``content``, and the pieces add up to the final ``medcite.text``. A stream
+starts only once its first piece exists (a verified sentence or the abstention), so failures
+before it (unknown model, bad query, generator down, a timeout in the first sentence) get their
+proper HTTP status; failures after it arrive as an OpenAI-style ``error`` event before ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -94,8 +97,12 @@ async def chat_completions(body: ChatRequest, request: Request, state: StateDep)
 
     slot = await state.gate.acquire()
     run = PipelineRun(
-        lambda: pipeline.stream(
-            question, closed_book=body.closed_book, filters=filters or None, history=history
+        lambda cancelled: pipeline.stream(
+            question,
+            closed_book=body.closed_book,
+            filters=filters or None,
+            history=history,
+            cancelled=cancelled,
         )
     )
     handed_over = False
@@ -141,7 +148,7 @@ async def _events(
     body: ChatRequest,
     request_id: str,
 ) -> AsyncIterator[str]:
-    """The SSE stream: role, text pieces, the final chunk with citations, usage, [DONE].
+    """The SSE stream: role, verified sentences, the final chunk with citations, usage, [DONE].
 
     On a client disconnect Starlette cancels this generator; ``finally`` then tells the worker
     to stop and frees the generation slot once the worker has let go of the model.

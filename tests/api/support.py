@@ -25,6 +25,7 @@ from rag.profile import Profile
 from rag.rerank.identity import IdentityReranker
 from rag.retrieve.lexical import Bm25Retriever
 from rag.types import Generation
+from tests.helpers import ScriptedVerifier
 
 KEY = "test-key-0123456789abcdef"
 
@@ -90,11 +91,17 @@ class RecordingRetriever(Bm25Retriever):
         return super().retrieve(query, k, filters)
 
 
-def scripted_assembler(paths: Paths, generator: ScriptedGenerator):
+def scripted_assembler(paths: Paths, generator: ScriptedGenerator, verifier: ScriptedVerifier | None = None):
+    """Pipelines over the real BM25 index with the scripted model; the verifier supports every
+    cited sentence unless given one that does not (the support gate runs as in production)."""
+
     def assemble(profile: Profile) -> Assembled:
         index, _ = open_index(paths, profile.index, with_embedder=False)
         settings = PipelineSettings(threshold=None, keep=3, max_tokens=profile.generator.max_tokens)
-        pipeline = Pipeline(RecordingRetriever(index), IdentityReranker(), generator, settings=settings)
+        pipeline = Pipeline(
+            RecordingRetriever(index), IdentityReranker(), generator,
+            verifier=verifier or ScriptedVerifier(), settings=settings,
+        )  # fmt: skip
         return Assembled(pipeline=pipeline, index=index, profile=profile)
 
     return assemble

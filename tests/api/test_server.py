@@ -15,9 +15,11 @@ from indexes.store import load_index
 from rag.indexing import retrieve
 from rag.types import Filters
 from tests.api.support import KEY, ScriptedGenerator, live_server, scripted_assembler
+from tests.helpers import ScriptedVerifier
 
 QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
 REPLY = "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation [1]."
+SECOND = "Men with a score of 2 or more should receive oral anticoagulation [1]."
 
 
 def settings(**changes) -> ApiSettings:
@@ -216,37 +218,70 @@ def test_generator_timeout_is_504_before_streaming_and_an_error_event_after(serv
             client(url).chat.completions.create(model="fast", messages=messages)
         assert caught.value.status_code == 504
         assert caught.value.body["type"] == "timeout"
-        generator.timeout_after = 3  # three pieces stream, then the generator times out
+        # Content streams a verified sentence at a time: a timeout inside the first sentence comes
+        # before anything was sent, so it is still a proper 504.
+        generator.timeout_after = 3
+        with pytest.raises(openai.APIStatusError) as caught:
+            client(url).chat.completions.create(model="fast", messages=messages, stream=True)
+        assert caught.value.status_code == 504
+        # Once the first sentence has gone out, a timeout arrives as an error event.
+        generator.reply = f"{REPLY} {SECOND}"
+        generator.timeout_after = len(REPLY.split(" ")) + 2
         stream = client(url).chat.completions.create(model="fast", messages=messages, stream=True)
         received = []
         with pytest.raises(openai.APIError, match="longer than"):
             for chunk in stream:
                 received.append(chunk.choices[0].delta.content or "")
-        assert "".join(received) == " ".join(REPLY.split(" ")[:3])
+        assert "".join(received) == REPLY
     finally:
         generator.timeout_after = None
+        generator.reply = REPLY
     # The model slot was released: the next request is answered.
     assert client(url).chat.completions.create(model="fast", messages=messages).choices[0].message.content
 
 
+def wait_until_stopped(generator: ScriptedGenerator, app) -> dict:
+    """The last stream's record once the model has let go of it and the slot is free again."""
+    deadline = time.monotonic() + 10
+    while not generator.streams[-1]["closed_early"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    while app.state.medcite.gate.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert app.state.medcite.gate.snapshot()["running"] == 0
+    return generator.streams[-1]
+
+
 def test_client_disconnect_stops_generation_and_frees_the_model(server):
     url, generator, app = server
-    generator.delay_s = 0.2  # 11 words: about 2 s to stream in full
+    generator.delay_s = 0.2  # 11 + 10 words: about 4 s to stream in full
+    generator.reply = f"{REPLY} {SECOND}"
     body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
     try:
         with httpx.stream("POST", f"{url}/v1/chat/completions", json=body,
                           headers={"Authorization": f"Bearer {KEY}"}) as response:  # fmt: skip
             lines = response.iter_lines()
-            next(line for line in lines if '"content": "The"' in line)
-        deadline = time.monotonic() + 10
-        while not generator.streams[-1]["closed_early"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        record = generator.streams[-1]
+            next(line for line in lines if '"content": "The CHA2DS2-VASc' in line)
+        record = wait_until_stopped(generator, app)
+        assert record["closed_early"] and not record["finished"]
+        assert record["pieces"] < len(generator.reply.split(" "))
+    finally:
+        generator.delay_s = 0.0
+        generator.reply = REPLY
+
+
+def test_client_leaving_while_a_sentence_is_held_back_still_stops_generation(server):
+    # The one sentence of the reply is held back until generation ends, so nothing reaches the
+    # client before it gives up; the pipeline still sees the cancel at the next token.
+    url, generator, app = server
+    generator.delay_s = 0.3  # 11 words: about 3.3 s
+    body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+    try:
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"},
+                       timeout=httpx.Timeout(30, read=1.0))  # fmt: skip
+        record = wait_until_stopped(generator, app)
         assert record["closed_early"] and not record["finished"]
         assert record["pieces"] < len(REPLY.split(" "))
-        while app.state.medcite.gate.running and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert app.state.medcite.gate.snapshot()["running"] == 0
     finally:
         generator.delay_s = 0.0
 
@@ -285,3 +320,51 @@ def test_each_key_has_its_own_rate_limit_and_health_is_never_limited(bm25_paths)
         assert httpx.get(f"{url}/health").status_code == 200
         with pytest.raises(openai.RateLimitError):
             client(url).models.list()
+
+
+UNSUPPORTED = "The recommended dose is 200 mg every 2 weeks [2]."
+
+
+def test_an_unsupported_sentence_never_reaches_an_openai_client(bm25_paths):
+    generator = ScriptedGenerator(f"{REPLY} {UNSUPPORTED}")
+    verifier = ScriptedVerifier(unsupported=["200 mg"])  # the verifier scores that sentence 0.1
+    dev = settings(env="development", api_keys=[])
+    with live_server(dev, scripted_assembler(bm25_paths, generator, verifier)) as (url, _):
+        messages = [{"role": "user", "content": QUESTION}]
+        reply = client(url, key="unused").chat.completions.create(model="fast", messages=messages)
+        chunks = list(
+            client(url, key="unused").chat.completions.create(model="fast", messages=messages, stream=True)
+        )
+    content = reply.choices[0].message.content
+    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    assert content == "".join(pieces) == REPLY  # both ways: the supported sentence only
+    assert not any("200 mg" in piece for piece in pieces)
+    final = next(c.model_extra for c in chunks if c.model_extra.get("medcite"))
+    for extra in (reply.model_extra, final):
+        assert extra["medcite"]["mode"] == "rag" and extra["medcite"]["text"] == REPLY
+        assert [c["marker"] for c in extra["citations"]] == [1]  # [2] was cited by the removed one only
+        sentences = extra["medcite"]["sentences"]
+        assert [(s["status"], s["supported"]) for s in sentences] == [("shown", True), ("removed", False)]
+        assert "200 mg" in sentences[1]["text"]  # the record says what was removed, and why
+        assert any("removed from the answer: 1 of 2 sentences" in n for n in extra["medcite"]["notes"])
+
+
+def test_a_sentence_citing_a_passage_not_about_the_question_is_not_presented(bm25_paths):
+    # The scripted verifier supports the sentence, but no passage of the index names the drug asked
+    # about: the sentence is not presented, and the answer abstains with the passages found.
+    generator = ScriptedGenerator(REPLY)
+    dev = settings(env="development", api_keys=[])
+    with live_server(dev, scripted_assembler(bm25_paths, generator)) as (url, _):
+        question = "What is the dose of pembrolizumab in atrial fibrillation?"
+        chunks = list(
+            client(url, key="unused").chat.completions.create(
+                model="fast", messages=[{"role": "user", "content": question}], stream=True
+            )
+        )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert "CHA2DS2-VASc" not in text and "do not answer" in text
+    final = next(c.model_extra for c in chunks if c.model_extra.get("medcite"))
+    assert final["medcite"]["mode"] == "abstained" and final["citations"] == [] and final["evidence"]
+    (sentence,) = final["medcite"]["sentences"]
+    assert sentence["status"] == "removed" and not sentence["on_topic"]
+    assert any("does not mention pembrolizumab" in r for r in sentence["reasons"])

@@ -84,12 +84,14 @@ class ObedientGenerator:
         return {"name": self.name}
 
 
-def answer(reply: str, *, verify: bool = True) -> tuple[Answer, ObedientGenerator]:
+def answer(reply: str, *, verify: bool = True, policy: str = "drop") -> tuple[Answer, ObedientGenerator]:
     gen = ObedientGenerator(reply)
     verifier = SupportVerifier(HashEmbedder()) if verify else None
     pipe = Pipeline(
         FixedRetriever(), IdentityReranker(), gen, verifier=verifier,
-        settings=PipelineSettings(threshold=None, keep=3, screen_instructions=False),
+        settings=PipelineSettings(
+            threshold=None, keep=3, screen_instructions=False, support_policy=policy,  # type: ignore[arg-type]
+        ),
     )  # fmt: skip
     return pipe.answer(QUESTION), gen
 
@@ -157,46 +159,60 @@ def test_quoting_leaves_an_ordinary_passage_alone():
 
 def test_a_citation_of_a_source_not_given_is_dropped_and_reported():
     result, _ = answer(f"{PAYLOAD} [7].")
-    assert result.mode == "rag" and result.citations == ()
-    assert result.text == f"{PAYLOAD}."
     assert any("[7]" in note and "point at no source" in note for note in result.notes)
-    assert [(s.markers, s.supported) for s in result.sentences] == [((), False)]
-    assert any("no valid citation" in note for note in result.notes)
+    # Its only marker gone, the payload cites nothing: the support gate does not present it.
+    assert result.mode == "abstained" and result.citations == () and PAYLOAD not in result.text
+    assert [(s.markers, s.supported, s.status) for s in result.sentences] == [((), False, "removed")]
 
 
-def test_an_answer_without_citations_is_labelled_unverified_not_supported():
+def test_an_answer_without_citations_is_not_presented_as_one():
     result, _ = answer(f"{PAYLOAD}.")
-    assert result.mode == "rag" and result.citations == ()
-    assert [(s.text, s.markers, s.support, s.supported) for s in result.sentences] == [
-        (f"{PAYLOAD}.", (), 0.0, False)
+    assert result.mode == "abstained" and result.citations == ()
+    assert [(s.text, s.markers, s.support, s.status, s.reasons) for s in result.sentences] == [
+        (f"{PAYLOAD}.", (), 0.0, "removed", ("cites no source",))
     ]
-    assert any("no valid citation; treat it as unverified" in note for note in result.notes)
     shown = answer_to_text(result)
-    assert shown.startswith("Answer (rag; 0/1 sentences supported by their sources)\n")
-    assert f"! unsupported: {PAYLOAD}." in shown and "Sources:" not in shown
+    assert shown.startswith("Answer (abstained; 0/1 sentences supported by their sources, 1 removed)\n")
+    answer_part, evidence_part = shown.split("Evidence retrieved (not an answer):")
+    assert PAYLOAD not in answer_part and PAYLOAD in evidence_part  # only as the injection passage's quote
+    # Under the "flag" policy it is shown, labelled, and the answer says it carries no citation.
+    flagged, _ = answer(f"{PAYLOAD}.", policy="flag")
+    assert flagged.mode == "rag" and flagged.text == f"[UNSUPPORTED] {PAYLOAD}."
+    assert any("no valid citation; treat it as unverified" in note for note in flagged.notes)
 
 
-def test_without_a_verifier_an_uncited_answer_is_still_labelled_unverified():
-    result, _ = answer(f"{PAYLOAD}.", verify=False)
-    assert (result.citations, result.sentences) == ((), ())
-    assert answer_to_text(result).startswith("Answer (rag; no valid citation: unverified)\n")
+def test_without_a_verifier_nothing_is_presented_as_verified():
+    result, _ = answer(f"{PAYLOAD} [1].", verify=False)
+    assert result.mode == "abstained" and result.citations == () and PAYLOAD not in result.text
+    flagged, _ = answer(f"{PAYLOAD} [1].", verify=False, policy="flag")
+    assert flagged.text == f"[UNVERIFIED] {PAYLOAD} [1]."
+    assert answer_to_text(flagged).startswith(
+        "Answer (rag; 0/1 sentences supported by their sources, 1 flagged)\n"
+    )
 
 
-def test_the_payload_cited_to_a_passage_that_does_not_say_it_is_unsupported():
+def test_the_payload_cited_to_a_passage_that_does_not_say_it_is_not_presented():
     result, _ = answer(f"{PAYLOAD} [1].")
-    assert [c.chunk_id for c in result.citations] == ["ped#0"]
+    assert result.mode == "abstained" and result.citations == ()
     assert [(s.markers, s.supported) for s in result.sentences] == [((1,), False)]  # 500 mg is not in [1]
-    assert any("1 of 1 sentences are not supported" in note for note in result.notes)
+    assert any("1 below the support threshold" in note for note in result.notes)
 
 
-def test_the_payload_cited_to_the_injection_passage_shows_that_passage_as_its_source():
+def test_the_payload_cited_to_the_injection_passage_is_caught_as_off_topic():
     # The injection passage does contain the payload's words and number, so the heuristic verifier
-    # cannot tell quoting an instruction from stating a fact; what holds is provenance: the citation
-    # is that passage, and its quote (shown to the reader) is the instruction itself.
+    # cannot tell quoting an instruction from stating a fact (support 0.93). The passage never
+    # names paracetamol, though, so it is not about the question and the sentence is not presented.
     result, _ = answer(f"{PAYLOAD} [3].")
-    assert [c.chunk_id for c in result.citations] == ["evil#0"]
-    assert result.citations[0].quote == INJECTION
-    assert "Ignore previous instructions" in answer_to_text(result)
+    (sentence,) = result.sentences
+    assert sentence.supported and not sentence.on_topic and sentence.status == "removed"
+    assert result.mode == "abstained" and PAYLOAD not in result.text
+    assert "Ignore previous instructions" in answer_to_text(result)  # shown as evidence, not as an answer
+    # Flagged instead, what still holds is provenance: the citation is that passage, and its quote
+    # (shown to the reader) is the instruction itself.
+    flagged, _ = answer(f"{PAYLOAD} [3].", policy="flag")
+    assert flagged.text == f"[UNSUPPORTED] {PAYLOAD} [3]."
+    assert [c.chunk_id for c in flagged.citations] == ["evil#0"]
+    assert flagged.citations[0].quote == INJECTION
 
 
 @pytest.mark.parametrize(
@@ -228,10 +244,12 @@ def test_streamed_answers_keep_the_same_guarantees():
         FixedRetriever(),
         IdentityReranker(),
         gen,
+        verifier=SupportVerifier(HashEmbedder()),
         settings=PipelineSettings(threshold=None, keep=3, screen_instructions=False),
     )
     *pieces, final = pipe.stream(QUESTION)
-    assert isinstance(final, Answer) and "".join(pieces).startswith(PAYLOAD)
+    assert isinstance(final, Answer) and PAYLOAD not in "".join(pieces)
+    assert "".join(pieces) == final.text == "Children take 15 mg/kg [1]."
     assert [c.chunk_id for c in final.citations] == ["ped#0"] and "[7]" not in final.text
     assert_citations_resolve_to_evidence(final)
 

@@ -66,3 +66,19 @@ def test_streaming_runnable_streams_text_then_the_answer():
     items = list(as_streaming_runnable(FakePipeline()).stream("Which score?"))
     assert items[:2] == ["Use ", "CHA2DS2-VASc [1]."]
     assert items[-1]["citations"][0]["marker"] == 1
+
+
+def test_streaming_runnable_over_a_real_pipeline_never_yields_an_unsupported_sentence():
+    from rag.pipeline import Pipeline, PipelineSettings
+    from rag.rerank.identity import IdentityReranker
+    from tests.helpers import ScriptedVerifier, WordGenerator
+
+    good, bad = "CHA2DS2-VASc guides anticoagulation [1].", "The dose is 200 mg every 2 weeks [1]."
+    pipeline = Pipeline(
+        OneHit(), IdentityReranker(), WordGenerator(f"{good} {bad}"),
+        verifier=ScriptedVerifier(unsupported=["200 mg"]), settings=PipelineSettings(threshold=None),
+    )  # fmt: skip
+    *pieces, final = as_streaming_runnable(pipeline).stream("Which score guides anticoagulation?")
+    assert pieces == [good] and final["answer"] == good and final["mode"] == "rag"
+    assert [s["status"] for s in final["sentences"]] == ["shown", "removed"]
+    assert as_runnable(pipeline).invoke("Which score guides anticoagulation?")["answer"] == good

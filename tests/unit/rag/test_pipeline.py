@@ -10,6 +10,7 @@ from rag.errors import GeneratorError, GeneratorTimeout, QueryError
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.rerank.identity import IdentityReranker
 from rag.types import Chunk, Generation, Hit, Message
+from tests.helpers import ScriptedVerifier
 
 TEXTS = {
     "af#0": "The CHA2DS2-VASc score is the recommended tool for stroke risk in AF.",
@@ -90,20 +91,23 @@ class FakeGenerator:
         return {"name": self.name}
 
 
-def pipeline(generator, reranker=None, **settings) -> tuple[Pipeline, FakeRetriever]:
+def pipeline(generator, reranker=None, verifier=None, **settings) -> tuple[Pipeline, FakeRetriever]:
+    """A pipeline over the three passages above; its verifier supports every cited sentence
+    unless told otherwise (the support gate is tested in test_support_gate.py)."""
     retriever = FakeRetriever()
     defaults = {"threshold": None, "keep": 3}
     return Pipeline(
         retriever,
         reranker or IdentityReranker(),
         generator,
+        verifier=verifier or ScriptedVerifier(),
         settings=PipelineSettings(**{**defaults, **settings}),
     ), retriever
 
 
 def test_cited_answer_resolves_every_marker_to_its_passage():
     gen = FakeGenerator("Use the CHA2DS2-VASc score [1]. Men scoring 2 or more get anticoagulation [2].")
-    answer = pipeline(gen)[0].answer("Which score guides anticoagulation in AF?")
+    answer = pipeline(gen)[0].answer("Which score is used in AF?")
     assert answer.mode == "rag"
     assert [(c.marker, c.chunk_id, c.url) for c in answer.citations] == [
         (1, "af#0", "https://doi.org/af#0"),
@@ -275,7 +279,11 @@ def test_closing_a_stream_early_closes_the_generators_stream():
             finally:
                 closed.append(True)
 
-    stream = pipeline(Tracking("one two three four"))[0].stream("Which score?")
-    assert next(stream) == "one "
+    # The first sentence is let out once the second has begun, with the model still generating.
+    stream = pipeline(Tracking("Use CHA2DS2-VASc [1]. Men scoring 2 get anticoagulation [2]."))[0].stream(
+        "Which score?"
+    )
+    assert next(stream) == "Use CHA2DS2-VASc [1]."
+    assert closed == []
     stream.close()
     assert closed == [True]

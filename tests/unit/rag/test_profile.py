@@ -32,3 +32,22 @@ def test_out_of_range_values_and_unknown_names_are_refused(tmp_path):
     (tmp_path / "broken.toml").write_text("[retrieval\n")
     with pytest.raises(ConfigError, match="cannot read"):
         load_profile(tmp_path / "broken.toml")
+
+
+def test_the_support_policy_defaults_to_drop_and_reaches_the_pipeline(tmp_path, bm25_paths):
+    from rag.assemble import assemble
+    from tests.helpers import LetterModel
+
+    assert load_profile().verify.policy == "drop"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[verify]\npolicy = "ignore"\n')
+    with pytest.raises(ConfigError, match=r"verify\.policy"):
+        load_profile(bad)
+    mine = tmp_path / "mine.toml"
+    mine.write_text('[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "none"\n[verify]\npolicy = "flag"\n')
+    assembled = assemble(load_profile(mine), bm25_paths, generator=LetterModel())
+    try:
+        assert assembled.pipeline.settings.support_policy == "flag"
+        assert assembled.pipeline.verifier is None  # a BM25-only index: the gate labels sentences unverified
+    finally:
+        assembled.close()

@@ -1,0 +1,267 @@
+"""The support gate: which generated sentences an answer may present, decided one sentence at a time.
+
+The product's clinical-safety rule: never present a sentence its cited passage does not support,
+or that cites a passage not about the question, as an answer; when the sources do not answer,
+say so. Each sentence of a generated answer (after ``rag.generate.citations.parse_answer``) is
+checked twice:
+
+- *supported*: it cites at least one passage and the verifier's support (best over its cited
+  passages, ``rag.generate.verify``) reaches the verifier's threshold;
+- *on topic*: every passage it cites contains the question's key terms
+  (``rag.generate.aboutness``).
+
+A sentence that passes both is shown as written. One that fails either is handled by the
+profile's ``[verify] policy``:
+
+- ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
+  ``status="removed"`` and the reasons; a note says how many were removed and why. When no
+  sentence is left, the answer abstains and lists the passages found.
+- ``flag``: kept, behind a label a reader cannot miss: ``[UNSUPPORTED] `` in front of the
+  sentence (``[UNVERIFIED] `` when the only problem is that nothing could verify it), and a note.
+- ``abstain``: the whole answer abstains.
+
+Without a verifier (an index built without embeddings) no sentence can be verified, so none
+counts as supported: ``drop`` and ``abstain`` abstain, ``flag`` labels every sentence
+``[UNVERIFIED]``. The reason is named in the notes.
+
+Streaming (``feed``): the raw generation so far is re-parsed after every piece; a sentence is
+decided once the next sentence has begun (a word outside brackets after it, so markers still
+arriving on the next line stay with it) or generation has ended (``finish``). ``feed`` returns
+the text that may be sent now: the decided sentences that pass, with the separators between
+them, or flagged. Nothing is sent while the text could still be the model's abstention token,
+and nothing before the end under ``abstain`` (a sentence already sent could not be taken back).
+The pieces returned, joined, are exactly the final answer text; citations of removed sentences
+are not in the final citation list (markers keep the prompt's numbering, so each remaining
+``[n]`` still resolves to passage n).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from rag.generate.aboutness import key_terms, missing_terms
+from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
+from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
+
+FLAG_UNSUPPORTED = "[UNSUPPORTED] "
+FLAG_UNVERIFIED = "[UNVERIFIED] "
+UNVERIFIED = "not verified: this pipeline has no support verifier (an index without embeddings)"
+
+# A bracketed group, closed or still open at the end of the text: markers arriving, "[Table 1]".
+_BRACKETED = re.compile(r"[\[【［][^\]】］]*(?:[\]】］]|$)")
+_WORD = re.compile(r"\w")
+_OFF_TOPIC = re.compile(r"^cites \[\d+\] .*, which does not mention (.*)$")
+
+
+class SupportChecker(Protocol):
+    """What the gate needs of a verifier (``rag.generate.verify.SupportVerifier`` is one)."""
+
+    threshold: float
+
+    def score_sentences(
+        self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit]
+    ) -> list[tuple[SentenceSupport, dict[int, float]]]: ...
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The gate's verdict on a whole answer once generation has ended."""
+
+    tail: str  # text not yet returned by ``feed``: send it, then the answer
+    text: str  # the answer text: everything ``feed`` and ``finish`` returned, joined
+    sentences: tuple[SentenceSupport, ...]
+    citations: tuple[Citation, ...]  # of the sentences in the text only, by first use
+    abstain: bool  # no sentence may be presented (drop) or one may not (abstain)
+    notes: tuple[str, ...]
+
+
+class SupportGate:
+    """Decides, sentence by sentence, what of one generated answer is presented (module docstring)."""
+
+    def __init__(
+        self,
+        question: str,
+        sources: Sequence[Hit],
+        verifier: SupportChecker | None,
+        policy: SupportPolicy,
+        *,
+        abstain_token: str,
+    ) -> None:
+        self.sources = list(sources)
+        self.verifier = verifier
+        self.policy = policy
+        self.abstain_token = abstain_token.upper()
+        self.terms = key_terms(question)
+        self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
+        self._records: list[SentenceSupport] = []
+        self._pieces: list[str] = []
+        self._end = 0  # offset in the parsed text up to which sentences are decided
+        self._carry: str | None = None  # the separator before a run of removed sentences
+        self._pair_scores: dict[int, list[float]] = {}
+        self._cited: list[int] = []  # markers of the sentences in the text, by first use
+        self._missing: dict[int, tuple[str, ...]] = {}
+
+    # -- streaming ------------------------------------------------------------------------------
+    def feed(self, raw: str) -> str:
+        """The text that may be sent now, given the raw generation so far ("" while undecided)."""
+        if self.policy == "abstain" or self._could_be_abstention(raw):
+            return ""
+        parsed = parse_answer(raw, self.sources)
+        pending = [s for s in parsed.sentences if s.start >= self._end]
+        # The text after an earlier sentence contains the text after a later one, so the ready
+        # sentences are always a run from the first pending one: decisions stay in text order.
+        ready = [s for s in pending[:-1] if _begun(parsed.text[s.end :])]
+        return self._decide(parsed, ready)
+
+    def finish(self, parsed: ParsedAnswer) -> GateResult:
+        """Decide the sentences ``feed`` has not, and the answer as a whole."""
+        tail = self._decide(parsed, [s for s in parsed.sentences if s.start >= self._end])
+        records = self._records
+        failed = [r for r in records if r.reasons]
+        text = "".join(self._pieces)
+        if self.policy == "abstain" and failed:
+            withheld = "withheld: another sentence of the answer failed the support gate (policy abstain)"
+            records = [_removed(r, r.reasons or (withheld,)) for r in records]
+            note = f"the answer was withheld (policy abstain): {_summary(failed, len(records))}"
+            return GateResult("", "", tuple(records), (), True, (note,))
+        if not text.strip():
+            note = (
+                f"none of the {len(records)} generated sentences may be presented "
+                f"({_reasons(failed)}); the passages found are listed instead"
+            )
+            return GateResult("", "", tuple(records), (), True, (note,))
+        notes: list[str] = []
+        if failed and self.policy == "flag":
+            notes.append(
+                f"{_summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
+                f"or {FLAG_UNVERIFIED.strip()} in the text: do not rely on them"
+            )
+        elif failed:
+            notes.append(f"removed from the answer: {_summary(failed, len(records))}")
+        return GateResult(tail, text, tuple(records), self._citations(), False, tuple(notes))
+
+    def so_far(self) -> GateResult:
+        """What has been let out so far, for a stream whose generation failed part-way."""
+        text = "".join(self._pieces)
+        return GateResult("", text, tuple(self._records), self._citations(), False, ())
+
+    # -- deciding -------------------------------------------------------------------------------
+    def _decide(self, parsed: ParsedAnswer, batch: Sequence[ParsedSentence]) -> str:
+        if not batch:
+            return ""
+        start = time.perf_counter()
+        scored = self._score(batch)
+        out: list[str] = []
+        for sentence, (record, by_marker) in zip(batch, scored, strict=True):
+            reasons = self._reasons(sentence, record)
+            on_topic = not any(self._missing_for(k) for k in sentence.markers)
+            gap = parsed.text[self._end : sentence.start]
+            self._end = sentence.end
+            if reasons and self.policy != "flag":  # drop; under abstain nothing is sent anyway
+                self._records.append(_with(record, "removed", reasons, on_topic))
+                self._carry = gap if self._carry is None else self._carry
+                continue
+            if self._carry is not None and "\n" not in gap:  # keep the separator of the removed run
+                gap = self._carry
+            self._carry = None
+            if not self._pieces:
+                gap = gap.lstrip()
+            label = ""
+            if reasons:
+                label = FLAG_UNVERIFIED if reasons == [UNVERIFIED] else FLAG_UNSUPPORTED
+            self._records.append(_with(record, "flagged" if reasons else "shown", reasons, on_topic))
+            for k in sentence.markers:
+                if k not in self._cited:
+                    self._cited.append(k)
+                if k in by_marker:
+                    self._pair_scores.setdefault(k, []).append(by_marker[k])
+            piece = gap + label + sentence.text
+            self._pieces.append(piece)
+            out.append(piece)
+        self.seconds += time.perf_counter() - start
+        return "".join(out)
+
+    def _score(self, batch: Sequence[ParsedSentence]) -> list[tuple[SentenceSupport, dict[int, float]]]:
+        if self.verifier is None:
+            return [(SentenceSupport(s.claim, s.markers, 0.0, False), {}) for s in batch]
+        return self.verifier.score_sentences(batch, self.sources)
+
+    def _reasons(self, sentence: ParsedSentence, record: SentenceSupport) -> list[str]:
+        reasons: list[str] = []
+        if not any(ch.isalpha() for ch in sentence.claim):
+            reasons.append("no answer text")
+        elif not sentence.markers:  # known unsupported, verifier or not
+            reasons.append("cites no source")
+        elif self.verifier is None:
+            reasons.append(UNVERIFIED)
+        elif not record.supported:
+            reasons.append(
+                f"support {record.support:.2f} is below the threshold {self.verifier.threshold:.2f}"
+            )
+        for k in sentence.markers:
+            missing = self._missing_for(k)
+            if missing:
+                title = self.sources[k - 1].chunk.title
+                reasons.append(f"cites [{k}] ({title}), which does not mention {', '.join(missing)}")
+        return reasons
+
+    def _missing_for(self, marker: int) -> tuple[str, ...]:
+        if marker not in self._missing:
+            self._missing[marker] = missing_terms(self.terms, self.sources[marker - 1].chunk)
+        return self._missing[marker]
+
+    def _citations(self) -> tuple[Citation, ...]:
+        out = []
+        for k in self._cited:
+            scores = self._pair_scores.get(k)
+            support = float(np.mean(scores)) if scores else None
+            out.append(Citation.from_chunk(k, self.sources[k - 1].chunk, support=support))
+        return tuple(out)
+
+    def _could_be_abstention(self, raw: str) -> bool:
+        probe = raw.lstrip().upper()
+        return probe.startswith(self.abstain_token) or self.abstain_token.startswith(probe)
+
+
+def _begun(after: str) -> bool:
+    """Whether the text after a sentence holds a word outside brackets: the next sentence has
+    begun, so nothing still to come (markers on the next line, a closing bracket) can join it."""
+    return bool(_WORD.search(_BRACKETED.sub("", after)))
+
+
+def _with(record: SentenceSupport, status: str, reasons: Sequence[str], on_topic: bool) -> SentenceSupport:
+    return SentenceSupport(
+        record.text, record.markers, record.support, record.supported, status, tuple(reasons), on_topic
+    )
+
+
+def _removed(record: SentenceSupport, reasons: Sequence[str]) -> SentenceSupport:
+    return _with(record, "removed", reasons, record.on_topic)
+
+
+def _reasons(failed: Sequence[SentenceSupport]) -> str:
+    """The failures in a few words: "1 below the support threshold, 1 citing a passage that does
+    not mention pembrolizumab"."""
+    counts: dict[str, int] = {}
+    for r in failed:
+        for reason in r.reasons:
+            if reason.startswith("support "):
+                key = "below the support threshold"
+            elif off_topic := _OFF_TOPIC.search(reason):
+                key = f"citing a passage that does not mention {off_topic[1]}"
+            elif reason == UNVERIFIED:
+                key = "not verifiable (no support verifier)"
+            else:
+                key = reason
+            counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n} {why}" for why, n in counts.items())
+
+
+def _summary(failed: Sequence[SentenceSupport], total: int) -> str:
+    return f"{len(failed)} of {total} sentences failed the support gate ({_reasons(failed)})"

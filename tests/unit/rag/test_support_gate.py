@@ -1,0 +1,245 @@
+"""The support gate in the pipeline: each policy, the streaming hold-back, the passage-aboutness rule.
+
+A fake generator replies with a scripted text (streamed word by word) and a scripted verifier
+scores chosen sentences below the threshold, so each test states exactly what must be presented.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.generate.citations import parse_answer
+from rag.generate.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
+from rag.generate.prompts import abstain_message, abstain_token
+from rag.pipeline import Pipeline, PipelineSettings
+from rag.render import answer_to_dict, answer_to_text
+from rag.rerank.identity import IdentityReranker
+from rag.types import Answer, Chunk, Hit
+from tests.helpers import ScriptedVerifier, WordGenerator
+
+PASSAGES = {  # chunk id -> (title, section, text)
+    "af#0": ("Management of Atrial Fibrillation", "Anticoagulation",
+             "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation."),
+    "af#1": ("Management of Atrial Fibrillation", "Anticoagulation",
+             "Men with a CHA2DS2-VASc score of 2 or more should receive oral anticoagulation."),
+    "mel#0": ("Familial melanoma", "Phenotypes > Very frequent (80-99%)", "Melanoma\nNevus"),
+}  # fmt: skip
+QUESTION = "Which score guides anticoagulation in atrial fibrillation?"
+GOOD = "The CHA2DS2-VASc score guides anticoagulation [1]."
+GOOD_2 = "Men scoring 2 or more should receive anticoagulation [2]."
+BAD = "The recommended dose is 200 mg every 2 weeks [2]."  # the scripted verifier scores it 0.1
+
+
+def hit(cid: str, rank: int) -> Hit:
+    title, section, text = PASSAGES[cid]
+    chunk = Chunk(cid, cid.split("#")[0], title, tuple(section.split(" > ")), "test", f"https://x/{cid}",
+                  "CC0", 0, len(text), text)  # fmt: skip
+    return Hit(chunk=chunk, score=1.0 / rank, rank=rank, retriever="hybrid")
+
+
+HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
+
+
+class FixedRetriever:
+    name = "fixed"
+
+    def retrieve(self, query, k, filters=None):
+        return HITS[:k]
+
+
+def make(reply: str, policy: str = "drop", verifier=..., **settings) -> tuple[Pipeline, WordGenerator]:
+    generator = WordGenerator(reply, fail_after=settings.pop("fail_after", None))
+    if verifier is ...:
+        verifier = ScriptedVerifier(unsupported=["200 mg"])
+    config = PipelineSettings(threshold=None, keep=3, support_policy=policy, **settings)  # type: ignore[arg-type]
+    return Pipeline(
+        FixedRetriever(), IdentityReranker(), generator, verifier=verifier, settings=config
+    ), generator
+
+
+def streamed(pipe: Pipeline, question: str = QUESTION, **kw) -> tuple[list[str], Answer]:
+    *pieces, final = pipe.stream(question, **kw)
+    assert isinstance(final, Answer) and all(isinstance(p, str) for p in pieces)
+    return pieces, final
+
+
+# -- policies -----------------------------------------------------------------------------------
+def test_drop_removes_the_unsupported_sentence_its_citation_and_says_so():
+    answer = make(f"{GOOD} {BAD}")[0].answer(QUESTION)
+    assert answer.mode == "rag" and answer.text == GOOD
+    assert [c.marker for c in answer.citations] == [1]  # [2] was cited only by the removed sentence
+    assert answer.citations[0].support == pytest.approx(0.9)
+    assert [(s.status, s.supported) for s in answer.sentences] == [("shown", True), ("removed", False)]
+    assert "200 mg" in answer.sentences[1].text  # the record keeps what was removed
+    assert answer.sentences[1].reasons == ("support 0.10 is below the threshold 0.50",)
+    assert any("removed from the answer: 1 of 2 sentences" in n and "below the support threshold" in n
+               for n in answer.notes)  # fmt: skip
+
+
+def test_drop_keeps_remaining_markers_pointing_at_their_passages():
+    answer = make(f"{BAD} {GOOD_2}")[0].answer(QUESTION)
+    assert answer.text == GOOD_2  # marker [2] is not renumbered: it still means passage 2
+    assert [(c.marker, c.chunk_id) for c in answer.citations] == [(2, "af#1")]
+
+
+def test_drop_of_every_sentence_abstains_and_lists_the_evidence():
+    answer = make(BAD)[0].answer(QUESTION)
+    assert answer.mode == "abstained" and answer.text == abstain_message()
+    assert answer.citations == () and [h.chunk.chunk_id for h in answer.evidence] == list(PASSAGES)
+    assert [s.status for s in answer.sentences] == ["removed"]
+    assert any("none of the 1 generated sentences may be presented" in n for n in answer.notes)
+
+
+def test_an_uncited_sentence_is_dropped_too():
+    answer = make(f"{GOOD} Aspirin is an alternative.")[0].answer(QUESTION)
+    assert answer.text == GOOD
+    assert answer.sentences[1].reasons == ("cites no source",)
+
+
+def test_flag_keeps_the_sentence_behind_a_visible_label():
+    answer = make(f"{GOOD} {BAD}", "flag")[0].answer(QUESTION)
+    assert answer.mode == "rag" and answer.text == f"{GOOD} {FLAG_UNSUPPORTED}{BAD}"
+    assert [c.marker for c in answer.citations] == [1, 2]  # both markers are in the text
+    assert [s.status for s in answer.sentences] == ["shown", "flagged"]
+    assert any("[UNSUPPORTED]" in n and "do not rely on them" in n for n in answer.notes)
+    shown = answer_to_text(answer)
+    assert "[UNSUPPORTED] The recommended dose" in shown and "! flagged (sentence 2)" in shown
+
+
+def test_abstain_withholds_the_whole_answer_for_one_unsupported_sentence():
+    answer = make(f"{GOOD} {BAD}", "abstain")[0].answer(QUESTION)
+    assert answer.mode == "abstained" and answer.text == abstain_message() and answer.citations == ()
+    assert [s.status for s in answer.sentences] == ["removed", "removed"]
+    assert "withheld" in answer.sentences[0].reasons[0]
+    assert any("withheld (policy abstain)" in n for n in answer.notes)
+
+
+def test_abstain_presents_an_answer_whose_every_sentence_is_supported():
+    pieces, answer = streamed(make(f"{GOOD} {GOOD_2}", "abstain")[0])
+    assert answer.mode == "rag" and answer.text == f"{GOOD} {GOOD_2}" == "".join(pieces)
+    assert pieces == [answer.text]  # nothing streams before the end under abstain
+
+
+# -- aboutness ----------------------------------------------------------------------------------
+def test_a_supported_sentence_citing_a_passage_not_about_the_question_is_not_presented():
+    question = "What is the recommended dose of pembrolizumab for metastatic melanoma?"
+    everything_supported = ScriptedVerifier()
+    answer = make("Melanoma is very frequent [3].", verifier=everything_supported)[0].answer(question)
+    assert answer.mode == "abstained" and answer.citations == ()
+    (sentence,) = answer.sentences
+    assert sentence.supported and not sentence.on_topic and sentence.status == "removed"
+    assert sentence.reasons == (
+        "cites [3] (Familial melanoma), which does not mention pembrolizumab, metastatic",
+    )
+    assert any("does not mention pembrolizumab, metastatic" in n for n in answer.notes)
+
+
+# -- without a verifier -------------------------------------------------------------------------
+def test_without_a_verifier_drop_abstains_and_flag_labels_every_sentence_unverified():
+    dropped = make(GOOD, verifier=None)[0].answer(QUESTION)
+    assert dropped.mode == "abstained"
+    assert any("not verifiable (no support verifier)" in n for n in dropped.notes)
+    flagged = make(f"{GOOD} {GOOD_2}", "flag", verifier=None)[0].answer(QUESTION)
+    assert flagged.text == f"{FLAG_UNVERIFIED}{GOOD} {FLAG_UNVERIFIED}{GOOD_2}"
+    assert [c.support for c in flagged.citations] == [None, None]  # nothing was scored
+
+
+# -- streaming ----------------------------------------------------------------------------------
+def test_streaming_never_yields_the_unsupported_sentence_and_adds_up_to_the_answer():
+    pipe, generator = make(f"{GOOD} {BAD} {GOOD_2}")
+    stream = pipe.stream(QUESTION)
+    first = next(stream)
+    assert first == GOOD
+    # let out once the next sentence had begun: one word of it, not the whole reply
+    assert generator.produced == len(GOOD.split(" ")) + 1
+    rest = list(stream)
+    pieces, final = [first, *rest[:-1]], rest[-1]
+    assert not any("200 mg" in piece for piece in pieces)
+    assert "".join(pieces) == final.text == f"{GOOD} {GOOD_2}"
+    assert [c.marker for c in final.citations] == [1, 2]
+    assert [s.status for s in final.sentences] == ["shown", "removed", "shown"]
+
+
+@pytest.mark.parametrize("policy", ["drop", "flag", "abstain"])
+def test_streamed_and_whole_answers_agree(policy):
+    reply = f"{GOOD} {BAD} {GOOD_2}"
+    pieces, final = streamed(make(reply, policy)[0])
+    whole = make(reply, policy)[0].answer(QUESTION)
+    assert "".join(pieces) == final.text == whole.text
+    assert (final.mode, final.citations, final.sentences) == (whole.mode, whole.citations, whole.sentences)
+
+
+def test_the_abstention_token_is_held_back_and_only_the_abstention_is_streamed():
+    pieces, final = streamed(make(f"{abstain_token()} the passages do not say [1].")[0])
+    assert final.mode == "abstained" and pieces == [abstain_message()]
+
+
+def test_a_generator_failing_mid_stream_keeps_what_was_sent_in_front_of_the_degraded_answer():
+    pipe, _ = make(f"{GOOD} {GOOD_2} {GOOD}", fail_after=len(GOOD.split(" ")) + 3)
+    pieces, final = streamed(pipe)
+    assert pieces[0] == GOOD and final.mode == "degraded"
+    assert "".join(pieces) == final.text and final.text.startswith(GOOD + "\n\nGeneration failed")
+    assert [c.marker for c in final.citations] == [1]  # the marker already sent still resolves
+
+
+def test_a_cancelled_stream_stops_at_the_next_token_even_while_a_sentence_is_held_back():
+    pipe, generator = make(f"{GOOD} {GOOD_2}")
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(True)
+        return len(asked) >= 3
+
+    items = list(pipe.stream(QUESTION, cancelled=cancelled))
+    assert items == [] and generator.produced == 3 and generator.closed
+
+
+# -- sentence boundaries while streaming ---------------------------------------------------------
+REPLIES = [
+    f"{GOOD} {BAD} {GOOD_2}",
+    "The CHA2DS2-VASc score guides anticoagulation.\n[1]\nMen scoring 2 or more should receive it.\n[2]",
+    "The CHA2DS2-VASc score guides anticoagulation. [1] [2] Men scoring 2 get it [2].",
+    "The CHA2DS2-VASc score guides anticoagulation [Source 1, 2]. A dose of 2.5 mg is used, e.g. in AF [2].",
+    "- The CHA2DS2-VASc score guides anticoagulation [1].\n- The dose is 200 mg [2].\n"
+    "- Men scoring 2 get it [2].",
+    "1. Score [1]\n2. qSOFA is not for AF [2]. Anticoagulate [1-2].",
+    "See the guideline [1](https://example.org). The score guides anticoagulation [1].",
+]
+
+
+@pytest.mark.parametrize("reply", REPLIES)
+@pytest.mark.parametrize("policy", ["drop", "flag"])
+def test_feeding_a_character_at_a_time_decides_each_sentence_as_the_whole_text_would(reply, policy):
+    sources = HITS
+    whole = SupportGate(
+        QUESTION, sources, ScriptedVerifier(["200 mg"]), policy, abstain_token=abstain_token()
+    )
+    expected = whole.finish(parse_answer(reply, sources))
+    gate = SupportGate(QUESTION, sources, ScriptedVerifier(["200 mg"]), policy, abstain_token=abstain_token())
+    sent = "".join(gate.feed(reply[:n]) for n in range(1, len(reply) + 1))
+    result = gate.finish(parse_answer(reply, sources))
+    if expected.sentences[0].status != "removed":  # the first sentence goes out before the end
+        assert sent.startswith(expected.text.split("\n")[0].split(". ")[0])
+    assert sent + result.tail == result.text == expected.text
+    assert result.sentences == expected.sentences and result.citations == expected.citations
+    assert "200 mg" not in result.text or policy == "flag"
+
+
+def test_removing_a_list_item_keeps_the_list_shape():
+    answer = make(
+        "- The CHA2DS2-VASc score guides anticoagulation [1].\n- The dose is 200 mg [2].\n"
+        "- Men scoring 2 get it [2]."
+    )[0].answer(QUESTION)
+    assert answer.text == "- The CHA2DS2-VASc score guides anticoagulation [1].\n- Men scoring 2 get it [2]."
+
+
+# -- what callers see ---------------------------------------------------------------------------
+def test_terminal_output_never_prints_a_removed_sentence_but_json_keeps_its_record():
+    answer = make(f"{GOOD} {BAD}")[0].answer(QUESTION)
+    shown = answer_to_text(answer)
+    assert "200 mg" not in shown
+    assert shown.startswith("Answer (rag; 1/2 sentences supported by their sources, 1 removed)\n")
+    assert "! removed (sentence 2, not shown): support 0.10 is below the threshold 0.50" in shown
+    data = answer_to_dict(answer)
+    assert data["answer"] == GOOD and data["sentences"][1]["status"] == "removed"
+    assert data["sentences"][1]["reasons"] == ["support 0.10 is below the threshold 0.50"]
