@@ -250,6 +250,7 @@ def _reasons(failed: Sequence[SentenceSupport]) -> str:
     not mention pembrolizumab"."""
     counts: dict[str, int] = {}
     for r in failed:
+        keys: list[str] = []  # a sentence counts once per kind of failure
         for reason in r.reasons:
             if reason.startswith("support "):
                 key = "below the support threshold"
@@ -259,6 +260,9 @@ def _reasons(failed: Sequence[SentenceSupport]) -> str:
                 key = "not verifiable (no support verifier)"
             else:
                 key = reason
+            if key not in keys:
+                keys.append(key)
+        for key in keys:
             counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{n} {why}" for why, n in counts.items())
 

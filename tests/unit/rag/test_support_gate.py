@@ -134,6 +134,14 @@ def test_a_supported_sentence_citing_a_passage_not_about_the_question_is_not_pre
     assert any("does not mention pembrolizumab, metastatic" in n for n in answer.notes)
 
 
+def test_notes_count_sentences_not_reasons():
+    # the second sentence cites two passages that lack the drug: it still counts once
+    reply = "Melanoma is very frequent [3]. Nevus too [1][3]."
+    answer = make(reply, verifier=ScriptedVerifier())[0].answer("What is the dose of pembrolizumab?")
+    assert [len(s.reasons) for s in answer.sentences] == [1, 2]
+    assert any("(2 citing a passage that does not mention pembrolizumab)" in n for n in answer.notes)
+
+
 # -- without a verifier -------------------------------------------------------------------------
 def test_without_a_verifier_drop_abstains_and_flag_labels_every_sentence_unverified():
     dropped = make(GOOD, verifier=None)[0].answer(QUESTION)
