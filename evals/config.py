@@ -55,9 +55,13 @@ class AnswerSetConfig(_Strict):
 class Grid(_Strict):
     index: tuple[str, ...] = Field(default=("default",), min_length=1)
     mode: tuple[Literal["bm25", "dense", "hybrid"], ...] = Field(default=("hybrid",), min_length=1)
-    rerank: tuple[Literal["none", "llm"], ...] = Field(default=("none",), min_length=1)
+    rerank: tuple[Literal["none", "llm", "trained"], ...] = Field(default=("none",), min_length=1)
     k: tuple[Annotated[int, Field(ge=1, le=50)], ...] = Field(default=(3,), min_length=1)
     closed_book: bool = True
+    # "none": every RAG condition gets exactly k passages (only retrieval quality differs);
+    # "profile": the base profile's evidence threshold applies, as in the product, so a question
+    # may get fewer passages or none (then it is answered without sources, and the report counts it)
+    threshold: Literal["none", "profile"] = "none"
 
 
 class RetrievalGrid(_Strict):
@@ -70,7 +74,7 @@ class RetrievalGrid(_Strict):
         ),
         min_length=1,
     )
-    rerank: tuple[Literal["none", "llm"], ...] = Field(default=("none",), min_length=1)
+    rerank: tuple[Literal["none", "llm", "trained"], ...] = Field(default=("none",), min_length=1)
     depth: int = Field(default=20, ge=1, le=1000)  # ranked documents kept per query
     rerank_candidates: int = Field(default=10, ge=1, le=100)  # the LLM judges only these
     rerank_n: int | None = Field(default=None, ge=1)  # rerank cells use only the first n queries
@@ -97,8 +101,9 @@ class EvalConfig(_Strict):
         g = self.grid
         cells: list[dict[str, Any]] = [{"name": "closed-book", "closed_book": True}] if g.closed_book else []
         for index, mode, rerank, k in itertools.product(g.index, g.mode, g.rerank, g.k):
-            cell = {"index": index, "mode": mode, "rerank": rerank, "k": k}
-            cells.append({"name": f"rag/{index}/{mode}/{rerank}/k={k}", "closed_book": False, **cell})
+            cell = {"index": index, "mode": mode, "rerank": rerank, "k": k, "threshold": g.threshold}
+            suffix = "/threshold=profile" if g.threshold == "profile" else ""
+            cells.append({"name": f"rag/{index}/{mode}/{rerank}/k={k}{suffix}", "closed_book": False, **cell})
         return cells
 
     def answer_conditions(self, dataset: str) -> list[dict[str, Any]]:

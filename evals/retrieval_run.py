@@ -57,7 +57,7 @@ def run_retrieval(
     done = run.done_keys()
     for cell in config.retrieval_conditions():
         name = f"retrieval/{cell['name']}"
-        limit = g.rerank_n if cell["rerank"] == "llm" else None
+        limit = g.rerank_n if cell["rerank"] == "llm" else None  # the trained reranker runs on every query
         todo = [
             (ds, qid, text)
             for ds, rset in sets.items()
@@ -77,8 +77,12 @@ def run_retrieval(
             retriever = make_retriever(
                 index, embedder, cell["mode"], candidates=g.depth * CHUNKS_PER_DOCUMENT
             )
-            reranker = None
-            if cell["rerank"] == "llm":
+            reranker: Any = None
+            if cell["rerank"] == "trained":
+                from rag.rerank.trained import TrainedReranker
+
+                reranker = TrainedReranker()
+            elif cell["rerank"] == "llm":
                 if generator is None:
                     raise MedciteError("the llm reranker needs a generator; check the config's profile")
                 cache = ScoreCache(paths.data_dir / "cache" / "rerank.sqlite")

@@ -50,11 +50,13 @@ class RunSummary:
 def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
     """The base profile with a grid cell's index, retrieval mode, reranker and k applied.
 
-    Evaluation gives the model exactly k passages: no evidence threshold, so every condition
-    sees the same amount of context and only retrieval quality differs.
+    By default evaluation gives the model exactly k passages: no evidence threshold, so every
+    condition sees the same amount of context and only retrieval quality differs. A grid with
+    ``threshold = "profile"`` keeps the base profile's threshold: the product as shipped.
     """
+    threshold = base.rerank.threshold if cell.get("threshold") == "profile" else None
     rerank = base.rerank.model_copy(
-        update={"backend": cell["rerank"], "keep": cell["k"], "threshold": None,
+        update={"backend": cell["rerank"], "keep": cell["k"], "threshold": threshold,
                 "candidates": max(cell["k"], base.rerank.candidates)}
     )  # fmt: skip
     retrieval = base.retrieval.model_copy(update={"mode": cell["mode"]})

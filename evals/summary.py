@@ -41,7 +41,12 @@ def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
         for ds, rows in sorted(per.items()):
             acc = accuracy(rows)
             latencies = [r.latency_s for r in rows if r.pred is not None]
+            # With the profile's evidence threshold a RAG item may keep no passage: it is then
+            # answered without sources. How often, and how those answers fared:
+            bare = [r for r in rows if cond != "closed-book" and r.error is None and not r.retrieved]
             out[cond][ds] = {
+                "no_evidence": len(bare),
+                "no_evidence_correct": sum(r.pred == r.gold for r in bare),
                 "n": acc.n, "correct": acc.correct, "accuracy": round(acc.accuracy, 4),
                 "ci": [round(acc.ci_low, 4), round(acc.ci_high, 4)], "no_answer": acc.no_answer,
                 "no_answer_reasons": dict(acc.reasons),
@@ -158,7 +163,7 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 def _mcq_rows(mcq: dict[str, Any]) -> list[list[object]]:
     return [
         [cond, ds, m["n"], _pct(m["accuracy"]), f"{_pct(m['ci'][0])}–{_pct(m['ci'][1])}", m["no_answer"],
-         m["median_seconds_per_item"]]
+         f"{m.get('no_evidence', 0)} ({m.get('no_evidence_correct', 0)} right)", m["median_seconds_per_item"]]
         for cond, per in mcq.items() for ds, m in per.items()
     ]  # fmt: skip
 
@@ -177,8 +182,10 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
     lines = [f"# Evaluation run `{name}`", ""]
     if metrics["mcq"]:
         lines += ["## Multiple choice: accuracy (95% Wilson CI)", ""]
-        header = ["condition", "dataset", "n", "accuracy", "95% CI", "no answer", "s/item"]
+        header = ["condition", "dataset", "n", "accuracy", "95% CI", "no answer", "no evidence kept", "s/item"]
         lines += _table(header, _mcq_rows(metrics["mcq"]))
+        lines += ["no evidence kept: RAG items whose passages all fell below the evidence threshold "
+                  "(answered without sources); 0 when the run gives every item k passages.", ""]
     if metrics["paired_vs_closed_book"]:
         lines += ["## RAG vs closed-book (paired)", ""]
         header = ["condition", "dataset", "n", "closed-book", "RAG", "diff (95% bootstrap CI)", "McNemar p",
