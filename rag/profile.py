@@ -41,8 +41,8 @@ class ReformulationConfig(_Strict):
 
 
 class RerankConfig(_Strict):
-    backend: Literal["none", "llm", "cross-encoder"] = "llm"
-    model_path: Path | None = None  # cross-encoder folder
+    backend: Literal["none", "llm", "cross-encoder", "trained"] = "llm"
+    model_path: Path | None = None  # cross-encoder folder; trained: default is the shipped model
     candidates: int = Field(default=12, ge=1, le=200)  # how many fused hits are reranked
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # reranker's [0, 1] scale; None: keep all
     keep: int = Field(default=5, ge=1, le=50)  # evidence passages given to the generator
