@@ -247,6 +247,9 @@ class Pipeline:
             pieces.close()
         found.usage.update(usage)
         answer = self._finish(question, final_raw, clock, found, gate)
+        # answer.text starts with what was sent: the gate sends nothing while the text could be
+        # the abstention token, and only sentences with words, so an answer that abstains or
+        # degrades here has sent nothing before (test_support_gate checks the invariant)
         rest = answer.text[len(sent) :]
         if rest:
             yield rest
