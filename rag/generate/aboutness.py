@@ -9,10 +9,11 @@ The rule, over ``indexes.text.tokenize`` tokens:
 
 1. The question's *key terms* are its content tokens (stop words already dropped), with
    compounds split into their parts ("angle-closure" -> angle, closure), minus numbers and minus
-   ``GENERIC_TERMS``: words that say what kind of answer is wanted or whom it is for (dose,
-   treatment, recommended, first-line, antibiotic, score, patients, adults, acute, ...), which a
-   passage that answers need not repeat. What is left names the subject: drugs, conditions,
-   scores, organisms ("pembrolizumab", "metastatic", "melanoma").
+   ``GENERIC_TERMS`` (compared after ``stem``, so "decided" goes with "decide"): words that say
+   what kind of answer is wanted or whom it is for (dose, treatment, recommended, first-line,
+   antibiotic, score, patients, adults, acute, ...), which a passage that answers need not repeat.
+   What is left names the subject: drugs, conditions, scores, organisms ("pembrolizumab",
+   "metastatic", "melanoma").
 2. A passage (title, section path and text, as the index sees it) is about the question when it
    contains *every* key term, compared after ``stem``: a plural "s"/"ies", a final "e" and one
    ending out of -ation, -ing, -ed, -ic, -al are cut, so "infections" meets "infection",
@@ -105,12 +106,15 @@ def stem(token: str) -> str:
     return token[:-1] if token.endswith("e") and len(token) > 4 else token
 
 
+_GENERIC_STEMS = frozenset(stem(word) for word in GENERIC_TERMS)  # "decided" is as generic as "decide"
+
+
 def key_terms(question: str) -> tuple[str, ...]:
     """The question's subject words, in order, without repeats (rule 1 of the module docstring)."""
     # Compounds are split so that "angle-closure" needs "angle" and "closure", not the joined
     # token "angleclosure" that only a passage hyphenating it the same way would contain.
     tokens = tokenize(_JOINERS.sub(" ", question))
-    terms = [t for t in tokens if t not in GENERIC_TERMS and not t.replace(".", "").isdigit()]
+    terms = [t for t in tokens if stem(t) not in _GENERIC_STEMS and not t.replace(".", "").isdigit()]
     return tuple(dict.fromkeys(terms))
 
 

@@ -30,6 +30,8 @@ def test_key_terms_keep_the_subject_and_drop_how_the_question_asks():
     )  # fmt: skip
     assert key_terms("Which eGFR range defines CKD stage G3a?") == ("egfr", "ckd", "g3a")
     assert key_terms("Is 2.5 mg of warfarin given to 70 patients?") == ("warfarin",)  # no numbers, units
+    # the generic list is compared by stem: "decided" and "scoring" go with "decide" and "score"
+    assert key_terms("How is anticoagulation decided, by scoring?") == ("anticoagulation",)
 
 
 def test_the_issue_14_passage_is_not_about_a_drug_it_never_names():
