@@ -14,7 +14,7 @@ from evals.runner import condition_profile, report_run, run_eval
 from rag.config import Paths
 from rag.errors import ConfigError
 from rag.indexing import build_from_cli
-from rag.profile import load_profile
+from rag.profile import PROFILES_DIR, load_profile
 from tests.helpers import LetterModel
 
 
@@ -157,7 +157,11 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
         FreeTextItem("af", "q2", "Zxqv wobble?", None),  # nothing to retrieve: an abstention
     ]
     monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda root: questions)
-    cfg = config("answers", mcq=[], answers=[{"dataset": "af", "n": 2}],
+    # A BM25-only index has no support verifier, so under the default policy ("drop") nothing is
+    # verified and every answer abstains; "flag" keeps the answer, labelled [UNVERIFIED], to judge.
+    profile = tmp_path / "fast-flag.toml"
+    profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
+    cfg = config("answers", mcq=[], answers=[{"dataset": "af", "n": 2}], profile=str(profile),
                  grid={"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [2]})  # fmt: skip
     out = tmp_path / "answers"
     run_eval(cfg, paths, out=out, progress=False, generator=WriterModel())
@@ -168,6 +172,7 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
         and answered.citations
         and answered.extra["reference"] == "CHA2DS2-VASc."
     )
+    assert answered.answer.startswith("[UNVERIFIED] "), answered
     assert answered.extra["quality"]["faithfulness"] == 1.0  # one statement, judged supported
     assert answered.extra["quality"]["answer_relevancy"] is None  # BM25-only index: no embedder
     assert answered.extra["quality_nan_reasons"]["answer_relevancy"] == "no embedder"
