@@ -1,0 +1,66 @@
+"""The shipped relevance model: it loads only when its hashes verify, and it ranks as trained."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from rag.errors import ModelError  # noqa: E402
+from rag.rerank.trained import SHIPPED_MODEL, TrainedReranker, calibrated  # noqa: E402
+from rag.types import Chunk, Hit  # noqa: E402
+
+
+def _hit(n: int, title: str, text: str) -> Hit:
+    chunk = Chunk(f"d{n}#0", f"d{n}", title, (), "test", "", "", 0, len(text), text)
+    return Hit(chunk, 1.0 / n, n, "hybrid")
+
+
+def test_shipped_model_is_small_safetensors_with_a_manifest() -> None:
+    files = sorted(p.name for p in SHIPPED_MODEL.iterdir())
+    assert files == ["manifest.json", "overlay.safetensors"]
+    assert sum(p.stat().st_size for p in SHIPPED_MODEL.iterdir()) <= 10 * 1024 * 1024
+    manifest = json.loads((SHIPPED_MODEL / "manifest.json").read_text())
+    assert 0.0 <= manifest["threshold"] <= 1.0 and manifest["threshold_why"]
+    assert manifest["command"].startswith("medcite models train-reranker")
+    assert manifest["data"] and manifest["metrics"]["validation_reliability"]["ece"] < 0.2
+
+
+def test_relevant_passage_ranks_first_with_a_probability() -> None:
+    reranker = TrainedReranker()
+    hits = [
+        _hit(1, "Marfan syndrome", "Marfan syndrome is inherited in an autosomal dominant pattern."),
+        _hit(2, "Sepsis", "qSOFA criteria: respiratory rate of 22/min or greater, altered mentation, "
+                          "systolic blood pressure of 100 mmHg or less."),
+    ]
+    ranked = reranker.rerank("What are the qSOFA criteria for sepsis?", hits)
+    assert ranked[0].chunk.doc_id == "d2"
+    assert all(0.0 <= h.score <= 1.0 for h in ranked)
+    assert ranked[0].score > ranked[1].score
+    assert ranked[0].retriever == "hybrid+trained"
+
+
+def test_calibration_is_monotone_in_the_logit_and_penalises_low_ranks() -> None:
+    calibration = {"weights": [1.0, -0.5], "bias": 0.0}
+    p = calibrated(np.array([-2.0, 0.0, 2.0]), np.array([1, 1, 1]), calibration)
+    assert list(p) == sorted(p)
+    assert calibrated(np.array([0.0]), np.array([10]), calibration)[0] < p[1]
+
+
+def test_a_changed_overlay_is_refused(tmp_path) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(SHIPPED_MODEL, folder)
+    data = bytearray((folder / "overlay.safetensors").read_bytes())
+    data[-1] ^= 0xFF
+    (folder / "overlay.safetensors").write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="does not match"):
+        TrainedReranker(folder).rerank("q", [_hit(1, "t", "x")])
+
+
+def test_a_missing_model_says_how_to_get_one(tmp_path) -> None:
+    with pytest.raises(ModelError, match="train-reranker"):
+        TrainedReranker(tmp_path)
