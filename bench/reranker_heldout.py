@@ -52,7 +52,7 @@ def scores_of(run: dict[str, list[str]], qrels: dict[str, dict[str, int]], qids:
     return {
         "ndcg10": ndcg_at_k(run, qrels, 10, qids).tolist(),
         "recall10": recall_at_k(run, qrels, 10, qids).tolist(),
-        "mrr": reciprocal_rank(run, qrels, qids).tolist(),
+        "mrr": reciprocal_rank(run, qrels, None, qids).tolist(),
     }
 
 
