@@ -58,7 +58,7 @@ def scores_of(run: dict[str, list[str]], qrels: dict[str, dict[str, int]], qids:
 
 def bioasq_11b(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     from corpora.sources.bioasq import qrels_doc_id
-    from training.leakage import bioasq_rows
+    from evals.datasets.bioasq import bioasq_rows
 
     queries, qrels = {}, {}
     for row in bioasq_rows(paths.source_data):

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.datasets.bioasq import bioasq_rows, normalise
 from rag.errors import SourceError
 from rag.generate.sentences import sentence_spans
 from rag.types import Chunk
-from training.leakage import bioasq_rows, normalise
 
 KINDS = ("own", "other", "near", "number", "negation", "antonym", "entity")
 PERTURBATIONS = ("number", "negation", "antonym", "entity")

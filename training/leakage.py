@@ -16,20 +16,13 @@ sides of the train/validation split.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals.datasets.bioasq import bioasq_rows, normalise
 from rag.errors import SourceError
-
-_NOT_WORD = re.compile(r"[^\w\s]")
-
-
-def normalise(text: str) -> str:
-    """Lower case, punctuation as spaces, single spaces: ``"Is X-1 safe?" -> "is x 1 safe"``."""
-    return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
 
 
 @dataclass(frozen=True)
@@ -54,20 +47,6 @@ def _read_json(path: Path, what: str) -> object:
         raise SourceError(f"{path} is not valid JSON ({exc}); re-copy it") from exc
 
 
-def bioasq_rows(source_data: Path) -> list[dict[str, object]]:
-    """The rows of ``bioasq_from_mirage/questions.jsonl``, each with its task (``"Task7B"``)."""
-    path = source_data / "bioasq_from_mirage" / "questions.jsonl"
-    if not path.is_file():
-        raise SourceError(f"BioASQ questions not found at {path}; point MEDCITE_SOURCE_DATA at the shared data")
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            row["task"] = str(row.get("source_file", "")).split("GoldenEnriched")[0]
-            rows.append(row)
-    return rows
-
-
 def held_out_questions(source_data: Path) -> HeldOut:
     """The evaluation questions listed in the module docstring, normalised."""
     from evals.datasets.liveqa import FIELDS, QUESTIONS, read_questions
@@ -83,7 +62,9 @@ def held_out_questions(source_data: Path) -> HeldOut:
         liveqa |= {normalise(t) for t in read_questions(source_data / "medquad" / QUESTIONS, field).values()}
     sets = {
         "mirage-bioasq": frozenset(normalise(v["question"]) for v in mirage["bioasq"].values()),
-        "bioasq-11b": frozenset(normalise(str(r["body"])) for r in bioasq_rows(source_data) if r["task"] == "Task11B"),
+        "bioasq-11b": frozenset(
+            normalise(str(r["body"])) for r in bioasq_rows(source_data) if r["task"] == "Task11B"
+        ),
         "liveqa-med": frozenset(t for t in liveqa if t),
         "pubmedqa-pqal": frozenset(normalise(v["QUESTION"]) for v in pqal.values()),
     }  # fmt: skip

@@ -29,8 +29,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from evals.datasets.bioasq import bioasq_rows, normalise
 from rag.rerank.evidence import passage_text
-from training.leakage import HeldOut, bioasq_rows, duplicated, normalise
+from training.leakage import HeldOut, duplicated
 
 TRAIN_TASKS = ("Task7B", "Task8B", "Task9B", "Task10B")
 

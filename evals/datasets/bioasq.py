@@ -8,6 +8,7 @@ the doc ids of the ``bioasq-snippets`` corpus, so runs over that index score wit
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,3 +63,27 @@ def load_bioasq_snippets(root: Path, types: Sequence[str] | None = None) -> Retr
             "relevant documents are gold snippets (doc ids bioasq:S......) of the bioasq-snippets corpus",
         ),
     )
+
+
+_NOT_WORD = re.compile(r"[^\w\s]")
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation as spaces, single spaces: ``"Is X-1 safe?" -> "is x 1 safe"``."""
+    return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
+
+
+def bioasq_rows(source_data: Path) -> list[dict[str, object]]:
+    """The rows of ``bioasq_from_mirage/questions.jsonl``, each with its task (``"Task7B"``)."""
+    path = source_data / "bioasq_from_mirage" / "questions.jsonl"
+    if not path.is_file():
+        raise SourceError(
+            f"BioASQ questions not found at {path}; point MEDCITE_SOURCE_DATA at the shared data"
+        )
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            row["task"] = str(row.get("source_file", "")).split("GoldenEnriched")[0]
+            rows.append(row)
+    return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from evals.datasets.bioasq import normalise
 from evals.support_set import (
     build_pairs,
     change_direction,
@@ -12,7 +13,6 @@ from evals.support_set import (
     change_number,
     read_questions,
 )  # fmt: skip
-from training.leakage import normalise
 
 
 def test_number_is_doubled_and_identifiers_inside_words_are_left_alone() -> None:
