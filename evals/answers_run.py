@@ -58,11 +58,24 @@ def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition:
             "mode": answer.mode,
             "notes": list(answer.notes),
             "reference": item.reference,
+            "answerable": getattr(item, "answerable", None),
+            "cited_sentences": cited_sentence_counts(answer),
             "quality": {k: (v if math.isfinite(v) else None) for k, v in scores.items()},
             "quality_nan_reasons": reasons,
             "judge_seconds": round(time.perf_counter() - start - seconds, 3),
         },
     )
+
+
+def cited_sentence_counts(answer: Any) -> dict[str, int]:
+    """Cited sentences the model wrote and those presented, each with how many were supported
+    (verifier support at the threshold and every cited passage about the question)."""
+    cited = [s for s in answer.sentences if s.markers]
+    shown = [s for s in cited if s.status == "shown"]
+    return {
+        "generated": len(cited), "generated_supported": sum(s.supported and s.on_topic for s in cited),
+        "shown": len(shown), "shown_supported": sum(s.supported and s.on_topic for s in shown),
+    }  # fmt: skip
 
 
 def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator,
@@ -136,4 +149,45 @@ def answer_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
                     "reasons": dict(reasons),
                 }
             per[ds] = {"n": e["n"], "failed": e["failed"], "modes": dict(e["modes"]), "metrics": metrics}
+    for condition, per in out.items():
+        for ds in per:
+            rows = [r for r in records if r.condition == condition and r.dataset == ds]
+            if any(r.extra.get("answerable") is not None for r in rows):
+                per[ds]["abstention"] = abstention_metrics(rows)
     return out
+
+
+def _rate(hits: int, n: int) -> dict[str, Any]:
+    from evals.metrics.choice import wilson_interval
+
+    if n == 0:
+        return {"n": 0, "count": 0, "rate": None, "ci": None}
+    low, high = wilson_interval(hits, n)
+    return {"n": n, "count": hits, "rate": round(hits / n, 4), "ci": [round(low, 4), round(high, 4)]}
+
+
+def abstention_metrics(records: list[ItemRecord]) -> dict[str, Any]:
+    """Answer rate on answerable items (mode ``rag``), abstention rate on unanswerable ones (mode
+    ``abstained``), each with a Wilson 95% interval; citation precision (supported cited
+    sentences / cited sentences) of what was presented and of what the model wrote before the
+    gate, pooled over items. Failed items count as neither answered nor abstained."""
+    answerable = [r for r in records if r.extra.get("answerable") is True]
+    unanswerable = [r for r in records if r.extra.get("answerable") is False]
+    counts = Counter[str]()
+    for r in records:
+        counts.update(r.extra.get("cited_sentences") or {})
+
+    def share(supported: str, total: str) -> float | None:
+        return round(counts[supported] / counts[total], 4) if counts[total] else None
+
+    def rate(rows: list[ItemRecord], mode: str) -> dict[str, Any]:
+        return _rate(sum(r.extra.get("mode") == mode for r in rows), len(rows))
+
+    return {
+        "answered_when_answerable": rate(answerable, "rag"),
+        "abstained_when_unanswerable": rate(unanswerable, "abstained"),
+        "answered_when_unanswerable": rate(unanswerable, "rag"),
+        "citation_precision_shown": share("shown_supported", "shown"),
+        "citation_precision_generated": share("generated_supported", "generated"),
+        "cited_sentences": dict(counts),
+    }

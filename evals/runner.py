@@ -164,7 +164,7 @@ def load_answer_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
     for entry in config.answers:
         pool = load_freetext(entry.dataset, paths)
         try:
-            items[entry.dataset] = sample(pool, entry.n, config.seed, strata=("dataset",))
+            items[entry.dataset] = sample(pool, entry.n, config.seed, strata=("dataset", "answerable"))
         except ValueError as exc:
             raise ConfigError(f"answers dataset {entry.dataset}: {exc}") from exc
     return items

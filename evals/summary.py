@@ -149,6 +149,17 @@ def write_summary(
     return metrics
 
 
+def _rate_cell(rate: dict[str, Any]) -> str:
+    if not rate["n"]:
+        return "–"
+    low, high = rate["ci"]
+    return f"{rate['count']}/{rate['n']} = {100 * rate['rate']:.1f}% ({100 * low:.1f}-{100 * high:.1f})"
+
+
+def _num(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
@@ -210,6 +221,18 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
                     mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
                     rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
         lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
+        abstention = [(c, ds, a["abstention"]) for c, per in metrics["answers"].items()
+                      for ds, a in per.items() if "abstention" in a]  # fmt: skip
+        if abstention:
+            lines += ["## Answerable vs unanswerable (95% Wilson CI)", ""]
+            lines += _table(
+                ["condition", "dataset", "answered | answerable", "abstained | unanswerable",
+                 "answered | unanswerable", "citation precision shown", "citation precision generated"],
+                [[c, ds, *(_rate_cell(a[k]) for k in ("answered_when_answerable", "abstained_when_unanswerable",
+                                                       "answered_when_unanswerable")),
+                  _num(a["citation_precision_shown"]), _num(a["citation_precision_generated"])]
+                 for c, ds, a in abstention],
+            )  # fmt: skip
     lines += ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
     item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in metrics["item_seconds"].items()]
     lines += _table(["condition", "items", "item seconds", "s/item"], item_rows)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from evals.datasets.abstention import load_abstention
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
 from evals.datasets.freetext import FreeTextItem, load_bioasq_ideal, load_pubmedqa_long
@@ -45,9 +46,10 @@ RETRIEVAL_LOADERS: dict[str, Callable[[Path], RetrievalSet]] = {
 }
 
 
-FREE_TEXT_LOADERS: dict[str, Callable[[Path], list[FreeTextItem]]] = {
-    "bioasq-ideal": lambda root: load_bioasq_ideal(root / "bioasq_from_mirage"),
-    "pubmedqa-long": lambda root: load_pubmedqa_long(root / "pubmedqa"),
+FREE_TEXT_LOADERS: dict[str, Callable[[Paths], list[FreeTextItem]]] = {
+    "bioasq-ideal": lambda paths: load_bioasq_ideal(paths.source_data / "bioasq_from_mirage"),
+    "pubmedqa-long": lambda paths: load_pubmedqa_long(paths.source_data / "pubmedqa"),
+    "abstention-default": lambda paths: load_abstention(paths),  # needs the built default index
 }
 
 
@@ -56,7 +58,7 @@ def load_freetext(name: str, paths: Paths) -> list[FreeTextItem]:
     loader = FREE_TEXT_LOADERS.get(name)
     if loader is None:
         raise ConfigError(f"unknown free-text dataset {name!r}; known: {', '.join(FREE_TEXT_LOADERS)}")
-    return loader(paths.source_data)
+    return loader(paths)
 
 
 def load_mcq(name: str, paths: Paths) -> list[McqItem]:

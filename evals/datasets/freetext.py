@@ -21,6 +21,7 @@ class FreeTextItem:
     qid: str
     question: str
     reference: str | None = None
+    answerable: bool | None = None  # abstention sets: does the index hold the answer?
 
 
 def load_bioasq_ideal(root: Path) -> list[FreeTextItem]:

@@ -1,0 +1,102 @@
+"""Answerable and unanswerable clinical questions for the default index (``abstention-default``).
+
+Both halves are real MedQuAD questions (NIH, CC BY 4.0), told apart by what the index holds:
+
+- **answerable**: GARD/GHR "What are the symptoms of X?" questions whose focus X is, after
+  normalising, the title of an HPO disease reference in the index (each lists the disease's
+  clinical features); one question per disease. MedQuAD's own answer is the reference.
+- **unanswerable**: MedlinePlus drug questions (how to use it and the dose, side effects,
+  precautions, overdose, a forgotten dose) about drugs the index never names: the first word of
+  its first word (``"Abatacept Injection"`` -> ``"abatacept"``) occurs in any chunk's title or
+  text. The answering documents (MedlinePlus drug monographs) are not in the default corpus, so
+  a cited answer to one of these is made up or borrowed from an unrelated passage: exactly the
+  wrong, cited dose the support gate exists to stop. One question per drug, question types
+  drawn in turn.
+
+Leakage: none of these questions is used in training (MedQuAD training pairs are drawn from
+other documents, and no drug monograph is in the index); the answerable half is easy on purpose
+for retrieval (the disease name is the chunk title), so it measures whether the gate lets
+supported answers through, not retrieval difficulty. The pools are sorted by MedQuAD id and
+sampled with a fixed seed, then interleaved, so a partial run holds both halves.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import re
+from pathlib import Path
+
+from evals.datasets.freetext import FreeTextItem
+from rag.config import Paths
+from rag.errors import ConfigError, SourceError
+
+NAME = "abstention-default"
+INDEX = "default"
+DRUG_TYPES = ("usage", "side effects", "precautions", "emergency or overdose", "forget a dose")
+_NOT_WORD = re.compile(r"[^\w\s]")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
+
+
+def _medquad_rows(source_data: Path) -> list[dict[str, str]]:
+    path = source_data / "medquad" / "medquad_qa.jsonl.gz"
+    if not path.is_file():
+        raise SourceError(f"MedQuAD not found at {path}; point MEDCITE_SOURCE_DATA at the shared data")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: set[str],
+                    per_half: int, seed: int) -> tuple[list[FreeTextItem], list[FreeTextItem]]:  # fmt: skip
+    """``(answerable, unanswerable)``, ``per_half`` of each (fewer if the pools are smaller).
+
+    ``titles``: normalised titles of the index's disease references; ``corpus_words``: every
+    word of every chunk's normalised title and text. A drug is unnamed when the first word of its
+    name is not among them (so neither is the whole name).
+    """
+    answerable: dict[str, FreeTextItem] = {}
+    by_drug: dict[str, list[dict[str, str]]] = {}
+    for row in sorted(rows, key=lambda r: r["qid"]):
+        focus = _norm(row.get("focus", ""))
+        if not focus:
+            continue
+        if row["source"] in ("GARD", "GHR") and row["qtype"] == "symptoms" and focus in titles:
+            question = " ".join(row["question"].split())
+            answerable.setdefault(focus, FreeTextItem(NAME, row["qid"], question, row.get("answer") or None,
+                                                      answerable=True))  # fmt: skip
+        elif row["source"] == "MPlusDrugs" and row["qtype"] in DRUG_TYPES:
+            head = focus.split()[0]
+            if len(head) >= 4 and head not in corpus_words:
+                by_drug.setdefault(focus, []).append(row)
+    rng = random.Random(seed)
+    yes = rng.sample(sorted(answerable.values(), key=lambda i: i.qid), min(per_half, len(answerable)))
+    drugs = rng.sample(sorted(by_drug), min(per_half, len(by_drug)))
+    no = []
+    for n, drug in enumerate(drugs):
+        wanted = DRUG_TYPES[n % len(DRUG_TYPES)]
+        rows_of = by_drug[drug]
+        row = next((r for r in rows_of if r["qtype"] == wanted), rows_of[0])
+        no.append(FreeTextItem(NAME, row["qid"], " ".join(row["question"].split()), None, answerable=False))
+    return yes, no
+
+
+def load_abstention(paths: Paths, per_half: int = 100, seed: int = 13) -> list[FreeTextItem]:
+    """The two halves for the ``default`` index, interleaved (answerable first)."""
+    from rag.indexing import open_index
+
+    if not (paths.indexes_dir / INDEX).exists():
+        raise ConfigError(f"{NAME} is defined against the {INDEX!r} index; build it: medcite index build")
+    index, _ = open_index(paths, INDEX, with_embedder=False)
+    try:
+        chunks = list(index.chunks)
+    finally:
+        index.close()
+    titles = {_norm(c.title) for c in chunks if c.source == "hpo"}
+    corpus_words = {word for c in chunks for word in _norm(f"{c.title} {c.text}").split()}
+    yes, no = split_questions(_medquad_rows(paths.source_data), titles, corpus_words, per_half, seed)
+    mixed = [item for pair in zip(yes, no, strict=False) for item in pair]
+    return mixed + yes[len(no):] + no[len(yes):]

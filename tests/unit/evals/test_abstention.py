@@ -1,0 +1,69 @@
+"""The answerable/unanswerable set and its metrics, on small hand-made inputs."""
+
+from __future__ import annotations
+
+import pytest
+
+from evals.answers_run import abstention_metrics, cited_sentence_counts
+from evals.datasets.abstention import split_questions
+from evals.records import ItemRecord
+from rag.types import Answer, SentenceSupport
+
+
+def _row(qid: str, source: str, qtype: str, focus: str, question: str) -> dict[str, str]:
+    return {"qid": qid, "source": source, "qtype": qtype, "focus": focus, "question": question,
+            "answer": "ref"}  # fmt: skip
+
+
+ROWS = [
+    _row("1-1", "GARD", "symptoms", "Marfan syndrome", "What are the symptoms of Marfan syndrome ?"),
+    _row("1-2", "GHR", "symptoms", "Marfan syndrome", "What are the signs of Marfan syndrome ?"),  # again
+    _row("2-1", "GARD", "symptoms", "Unindexed disease", "What are the symptoms of Unindexed disease ?"),
+    _row("3-1", "MPlusDrugs", "usage", "Abacavir", "How should Abacavir be used and what is the dosage ?"),
+    _row("3-2", "MPlusDrugs", "side effects", "Abacavir", "What are the side effects of Abacavir ?"),
+    _row("4-1", "MPlusDrugs", "usage", "Aspirin", "How should Aspirin be used and what is the dosage ?"),
+    _row("5-1", "MPlusDrugs", "usage", "Aspirin Chewable", "How should Aspirin Chewable be used ?"),
+]
+
+
+def test_answerable_need_an_indexed_disease_and_unanswerable_an_unnamed_drug() -> None:
+    titles = {"marfan syndrome"}
+    words = {"marfan", "syndrome", "aspirin", "reduces", "stroke"}
+    yes, no = split_questions(ROWS, titles, words, per_half=10, seed=0)
+    assert [i.qid for i in yes] == ["1-1"]  # one question per disease; the unindexed one is out
+    assert [i.qid for i in no] == ["3-1"]  # the index names aspirin: neither aspirin question counts
+    assert yes[0].answerable is True and no[0].answerable is False and no[0].reference is None
+
+
+def _record(qid: str, answerable: bool, mode: str, counts: tuple[int, int, int, int]) -> ItemRecord:
+    cited = dict(zip(("generated", "generated_supported", "shown", "shown_supported"), counts, strict=True))
+    return ItemRecord(dataset="a", qid=qid, condition="answers/x",
+                      extra={"answerable": answerable, "mode": mode, "cited_sentences": cited})  # fmt: skip
+
+
+def test_abstention_metrics_count_modes_per_half_and_pool_citations() -> None:
+    records = [
+        _record("1", True, "rag", (2, 1, 1, 1)),
+        _record("2", True, "abstained", (0, 0, 0, 0)),
+        _record("3", False, "abstained", (1, 0, 0, 0)),
+        _record("4", False, "rag", (1, 0, 1, 0)),
+    ]
+    m = abstention_metrics(records)
+    assert (m["answered_when_answerable"]["count"], m["answered_when_answerable"]["n"]) == (1, 2)
+    assert m["abstained_when_unanswerable"]["rate"] == 0.5 and m["answered_when_unanswerable"]["rate"] == 0.5
+    low, high = m["abstained_when_unanswerable"]["ci"]
+    assert low < 0.5 < high
+    assert m["citation_precision_shown"] == pytest.approx(1 / 2)
+    assert m["citation_precision_generated"] == pytest.approx(1 / 4)
+
+
+def test_cited_sentence_counts_separate_what_was_written_from_what_was_shown() -> None:
+    sentences = (
+        SentenceSupport("A [1].", (1,), 0.9, True),
+        SentenceSupport("B [2].", (2,), 0.2, False, status="removed"),
+        SentenceSupport("C [1].", (1,), 0.8, True, status="removed", on_topic=False),
+        SentenceSupport("No marker.", (), 0.0, False, status="removed"),
+    )
+    answer = Answer(question="q", text="A [1].", mode="rag", sentences=sentences)
+    assert cited_sentence_counts(answer) == {"generated": 3, "generated_supported": 1, "shown": 1,
+                                             "shown_supported": 1}  # fmt: skip
