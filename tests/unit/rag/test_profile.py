@@ -1,7 +1,10 @@
+import json
+
 import pytest
 
 from rag.errors import ConfigError
 from rag.profile import available_profiles, load_profile
+from rag.rerank.trained import SHIPPED_MODEL
 
 
 def test_packaged_profiles_load_and_default_is_the_cited_chain():
@@ -9,8 +12,12 @@ def test_packaged_profiles_load_and_default_is_the_cited_chain():
     for name in available_profiles():
         assert load_profile(name).name == name
     default = load_profile()
-    assert default.retrieval.mode == "hybrid" and default.rerank.backend == "llm"
-    assert default.rerank.threshold == 0.5 and default.generator.backend == "llama-cpp"
+    assert default.retrieval.mode == "hybrid" and default.rerank.backend == "trained"
+    assert default.generator.backend == "llama-cpp"
+    # the evidence threshold is the one the shipped relevance model chose on its validation split
+    manifest = json.loads((SHIPPED_MODEL / "manifest.json").read_text(encoding="utf-8"))
+    assert default.rerank.threshold == pytest.approx(manifest["threshold"], abs=0.005)
+    assert load_profile("server").rerank == default.rerank
     assert default.reformulation.kind == "none"  # off by default
 
 
