@@ -13,11 +13,15 @@ Both halves are real MedQuAD questions (NIH, CC BY 4.0), told apart by what the 
   wrong, cited dose the support gate exists to stop. One question per drug, question types
   drawn in turn.
 
+Two parts share no disease, drug or question: ``test`` (``abstention-default``, the reported
+numbers) and ``dev`` (``abstention-default-dev``, where the default profile's evidence threshold
+was chosen; ``bench/evidence_threshold.py``).
+
 Leakage: none of these questions is used in training (MedQuAD training pairs are drawn from
 other documents, and no drug monograph is in the index); the answerable half is easy on purpose
 for retrieval (the disease name is the chunk title), so it measures whether the gate lets
 supported answers through, not retrieval difficulty. The pools are sorted by MedQuAD id and
-sampled with a fixed seed, then interleaved, so a partial run holds both halves.
+shuffled with a fixed seed, then interleaved, so a partial run holds both halves.
 """
 
 from __future__ import annotations
@@ -50,42 +54,55 @@ def _medquad_rows(source_data: Path) -> list[dict[str, str]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+Halves = tuple[list[FreeTextItem], list[FreeTextItem]]
+
+
 def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: set[str],
-                    per_half: int, seed: int) -> tuple[list[FreeTextItem], list[FreeTextItem]]:  # fmt: skip
+                    per_half: int, seed: int, part: str = "test") -> Halves:  # fmt: skip
     """``(answerable, unanswerable)``, ``per_half`` of each (fewer if the pools are smaller).
 
     ``titles``: normalised titles of the index's disease references; ``corpus_words``: every
     word of every chunk's normalised title and text. A drug is unnamed when the first word of its
-    name is not among them (so neither is the whole name).
+    name is not among them (so neither is the whole name). Each pool is shuffled with ``seed``;
+    ``part="test"`` takes the first ``per_half`` diseases and drugs, ``part="dev"`` the next
+    ``per_half``, so the two parts share no disease, no drug and no question.
     """
+    if part not in ("test", "dev"):
+        raise ValueError(f"part must be 'test' or 'dev', got {part!r}")
     answerable: dict[str, FreeTextItem] = {}
     by_drug: dict[str, list[dict[str, str]]] = {}
-    for row in sorted(rows, key=lambda r: r["qid"]):
+    for row in sorted(rows, key=lambda r: (r["source"], r["qid"])):
         focus = _norm(row.get("focus", ""))
         if not focus:
             continue
+        qid = f"{row['source']}:{row['qid']}"  # MedQuAD's ids repeat across its collections
         if row["source"] in ("GARD", "GHR") and row["qtype"] == "symptoms" and focus in titles:
             question = " ".join(row["question"].split())
-            answerable.setdefault(focus, FreeTextItem(NAME, row["qid"], question, row.get("answer") or None,
+            answerable.setdefault(focus, FreeTextItem(NAME, qid, question, row.get("answer") or None,
                                                       answerable=True))  # fmt: skip
         elif row["source"] == "MPlusDrugs" and row["qtype"] in DRUG_TYPES:
             head = focus.split()[0]
             if len(head) >= 4 and head not in corpus_words:
                 by_drug.setdefault(focus, []).append(row)
     rng = random.Random(seed)
-    yes = rng.sample(sorted(answerable.values(), key=lambda i: i.qid), min(per_half, len(answerable)))
-    drugs = rng.sample(sorted(by_drug), min(per_half, len(by_drug)))
+    diseases, drugs = sorted(answerable), sorted(by_drug)
+    rng.shuffle(diseases)
+    rng.shuffle(drugs)
+    start = 0 if part == "test" else per_half
+    yes = [answerable[d] for d in diseases[start : start + per_half]]
     no = []
-    for n, drug in enumerate(drugs):
+    for n, drug in enumerate(drugs[start : start + per_half]):
         wanted = DRUG_TYPES[n % len(DRUG_TYPES)]
         rows_of = by_drug[drug]
         row = next((r for r in rows_of if r["qtype"] == wanted), rows_of[0])
-        no.append(FreeTextItem(NAME, row["qid"], " ".join(row["question"].split()), None, answerable=False))
+        no.append(FreeTextItem(NAME, f"{row['source']}:{row['qid']}", " ".join(row["question"].split()), None,
+                               answerable=False))  # fmt: skip
     return yes, no
 
 
-def load_abstention(paths: Paths, per_half: int = 100, seed: int = 13) -> list[FreeTextItem]:
-    """The two halves for the ``default`` index, interleaved (answerable first)."""
+def load_abstention(paths: Paths, part: str = "test", per_half: int = 100,
+                    seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
+    """One part (``test`` or ``dev``) for the ``default`` index, the halves interleaved."""
     from rag.indexing import open_index
 
     if not (paths.indexes_dir / INDEX).exists():
@@ -97,6 +114,6 @@ def load_abstention(paths: Paths, per_half: int = 100, seed: int = 13) -> list[F
         index.close()
     titles = {_norm(c.title) for c in chunks if c.source == "hpo"}
     corpus_words = {word for c in chunks for word in _norm(f"{c.title} {c.text}").split()}
-    yes, no = split_questions(_medquad_rows(paths.source_data), titles, corpus_words, per_half, seed)
+    yes, no = split_questions(_medquad_rows(paths.source_data), titles, corpus_words, per_half, seed, part)
     mixed = [item for pair in zip(yes, no, strict=False) for item in pair]
     return mixed + yes[len(no):] + no[len(yes):]

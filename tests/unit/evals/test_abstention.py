@@ -30,9 +30,20 @@ def test_answerable_need_an_indexed_disease_and_unanswerable_an_unnamed_drug() -
     titles = {"marfan syndrome"}
     words = {"marfan", "syndrome", "aspirin", "reduces", "stroke"}
     yes, no = split_questions(ROWS, titles, words, per_half=10, seed=0)
-    assert [i.qid for i in yes] == ["1-1"]  # one question per disease; the unindexed one is out
-    assert [i.qid for i in no] == ["3-1"]  # the index names aspirin: neither aspirin question counts
+    assert [i.qid for i in yes] == ["GARD:1-1"]  # one question per disease; the unindexed one is out
+    assert [i.qid for i in no] == ["MPlusDrugs:3-1"]  # the index names aspirin: no aspirin question
     assert yes[0].answerable is True and no[0].answerable is False and no[0].reference is None
+    assert split_questions(ROWS, titles, words, per_half=1, seed=0, part="dev") == ([], [])  # all in test
+
+
+def test_dev_and_test_parts_share_no_disease_or_drug() -> None:
+    rows = [_row(f"{n}-1", "GARD", "symptoms", f"Disease {n}", f"Disease {n} ?") for n in range(20)]
+    rows += [_row(f"{n}-2", "MPlusDrugs", "usage", f"Drugname{n}", f"Drugname{n} ?") for n in range(20)]
+    titles = {f"disease {n}" for n in range(20)}
+    test = split_questions(rows, titles, set(), per_half=8, seed=3, part="test")
+    dev = split_questions(rows, titles, set(), per_half=8, seed=3, part="dev")
+    for a, b in zip(test, dev, strict=True):
+        assert len(a) == len(b) == 8 and not {i.qid for i in a} & {i.qid for i in b}
 
 
 def _record(qid: str, answerable: bool, mode: str, counts: tuple[int, int, int, int]) -> ItemRecord:
