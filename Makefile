@@ -35,8 +35,8 @@ serve: setup
 	$(BIN)/medcite serve
 
 lint: setup
-	$(BIN)/ruff check rag corpora indexes evals api tests scripts bench
-	$(BIN)/mypy rag corpora indexes evals api
+	$(BIN)/ruff check rag corpora indexes evals api tests scripts bench training
+	$(BIN)/mypy rag corpora indexes evals api training
 
 # Known vulnerabilities in the installed packages (PyPI's advisory records); triage in
 # scripts/audit-ignore.toml, explained in docs/reliability.md.

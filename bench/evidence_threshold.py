@@ -35,7 +35,9 @@ KEEP_ANSWERABLE = 0.95
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("docs/results/abstention/evidence_threshold_dev.json"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("docs/results/abstention/evidence_threshold_dev.json")
+    )
     args = parser.parse_args()
     paths = Paths.from_env()
     profile = load_profile("default")
@@ -59,7 +61,8 @@ def main() -> None:
                  key=lambda row: row["threshold"], default=table[0])  # fmt: skip
     result = {
         "dataset": "abstention-default-dev", "answerable": len(yes), "unanswerable": len(no),
-        "rule": f"highest threshold keeping evidence for >= {KEEP_ANSWERABLE:.0%} of answerable dev questions",
+        "rule": f"highest threshold keeping evidence for >= {KEEP_ANSWERABLE:.0%} of answerable dev "
+                "questions",
         "chosen": chosen,
         "best_probability_quantiles": {
             "answerable": {q: float(np.quantile(yes, q / 100)) for q in (5, 10, 25, 50)},

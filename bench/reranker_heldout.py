@@ -48,7 +48,9 @@ def doc_ranking(hits: Sequence[Hit]) -> list[str]:
     return list(seen)
 
 
-def scores_of(run: dict[str, list[str]], qrels: dict[str, dict[str, int]], qids: list[str]) -> dict[str, list[float]]:
+def scores_of(
+    run: dict[str, list[str]], qrels: dict[str, dict[str, int]], qids: list[str]
+) -> dict[str, list[float]]:
     return {
         "ndcg10": ndcg_at_k(run, qrels, 10, qids).tolist(),
         "recall10": recall_at_k(run, qrels, 10, qids).tolist(),
@@ -75,7 +77,9 @@ def liveqa(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     return dict(rset.queries), {q: dict(d) for q, d in rset.qrels.items()}
 
 
-def fit_fusion_weight(validation: list[dict[str, Any]], lexical: Any, dense: Any) -> tuple[float, dict[str, float]]:
+def fit_fusion_weight(
+    validation: list[dict[str, Any]], lexical: Any, dense: Any
+) -> tuple[float, dict[str, float]]:
     """The BM25 weight (dense gets 1 - w) with the best validation nDCG@10 (ladder step a)."""
     runs = [(q, lexical.retrieve(q["question"], DEPTH * 3), dense.retrieve(q["question"], DEPTH * 3))
             for q in tqdm(validation, desc="fusion weight (validation)", unit="q")]  # fmt: skip
@@ -99,7 +103,8 @@ def evaluate(
     reranker: Any, tuned: Callable[[str], list[str]] | None,
 ) -> dict[str, Any]:  # fmt: skip
     qids = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
-    runs: dict[str, dict[str, list[str]]] = {c: {} for c in ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]}
+    conditions = ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]
+    runs: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
     rerank_seconds, probabilities, labels = [], [], []
     for qid in tqdm(qids, desc=name, unit="q", dynamic_ncols=True):
         text = queries[qid]
@@ -139,23 +144,30 @@ def markdown(results: dict[str, Any]) -> str:
     lines = ["# Held-out retrieval with the trained relevance reranker", "",
              f"Model: `{results['model']}`; machine: {results['machine']}.", ""]  # fmt: skip
     for name, r in results["sets"].items():
-        lines += [f"## {name} ({r['queries']} queries)", "", "| condition | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
-        lines += [f"| {c} | {s['ndcg10']:.3f} | {s['recall10']:.3f} | {s['mrr']:.3f} |" for c, s in r["summary"].items()]
+        lines += [f"## {name} ({r['queries']} queries)", "",
+                  "| condition | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| {c} | {s['ndcg10']:.3f} | {s['recall10']:.3f} | {s['mrr']:.3f} |"
+                  for c, s in r["summary"].items()]  # fmt: skip
         lines += ["", "| difference (paired bootstrap 95% CI) | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
         for label, d in r["differences"].items():
-            cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})" for m in ("ndcg10", "recall10", "mrr")]
+            cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
+                     for m in ("ndcg10", "recall10", "mrr")]  # fmt: skip
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         t, c = r["rerank_30_seconds"], r["calibration"]
-        lines += ["", f"Reranking 30 candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s ({t['n']} queries). "
-                  f"Calibration on these queries' top 30: ECE {c['ece']:.3f} over {c['n']} passages.", ""]  # fmt: skip
+        lines += ["", f"Reranking 30 candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s "
+                  f"({t['n']} queries). "
+                  f"Calibration on these queries' top 30: ECE {c['ece']:.3f} over {c['n']} passages.",
+                  ""]  # fmt: skip
         lines += ["| p bin | n | mean predicted | observed |", "|---|---|---|---|"]
-        lines += [f"| {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_predicted']:.3f} | {b['observed']:.3f} |"
-                  for b in c["bins"]]  # fmt: skip
+        lines += [f"| {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_predicted']:.3f} "
+                  f"| {b['observed']:.3f} |" for b in c["bins"]]  # fmt: skip
         lines.append("")
     if "fusion_weight" in results:
-        lines += [f"Tuned fusion: BM25 weight {results['fusion_weight']} (dense {1 - results['fusion_weight']:.1f}), "
+        lines += [f"Tuned fusion: BM25 weight {results['fusion_weight']} "
+                  f"(dense {1 - results['fusion_weight']:.1f}), "
                   "chosen on the training side's validation questions; validation nDCG@10 per weight: "
-                  + ", ".join(f"{w}: {v:.3f}" for w, v in results["fusion_validation"].items()), ""]  # fmt: skip
+                  + ", ".join(f"{w}: {v:.3f}" for w, v in results["fusion_validation"].items()),
+                  ""]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -163,8 +175,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/reranker"))
     parser.add_argument("--model", type=Path, default=None, help="relevance model folder (default: shipped)")
-    parser.add_argument("--validation", type=Path, default=Path("data/models/relevance-minilm/data/validation.jsonl"),
-                        help="the training run's validation questions, for the fusion weight (step a)")  # fmt: skip
+    parser.add_argument("--validation", type=Path,
+                        default=Path("data/models/relevance-minilm/data/validation.jsonl"),
+                        help="the training run's validation questions, for the fusion weight "
+                             "(step a)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--machine", default="2 cores, 24 GB, no GPU")
     args = parser.parse_args()
@@ -180,14 +194,16 @@ def main() -> None:
             continue
         index, embedder = open_index(paths, index_name, with_embedder=True)
         try:
-            retrievers = {m: make_retriever(index, embedder, m, candidates=DEPTH * 3) for m in ("bm25", "dense", "hybrid")}
+            retrievers = {m: make_retriever(index, embedder, m, candidates=DEPTH * 3)
+                          for m in ("bm25", "dense", "hybrid")}  # fmt: skip
             tuned = None
             if set_name == "bioasq-11b" and args.validation.is_file():
-                validation = [json.loads(x) for x in args.validation.read_text(encoding="utf-8").splitlines() if x.strip()]
+                raw = args.validation.read_text(encoding="utf-8").splitlines()
+                validation = [json.loads(x) for x in raw if x.strip()]
                 weight, per_weight = fit_fusion_weight(validation, retrievers["bm25"], retrievers["dense"])
                 results["fusion_weight"], results["fusion_validation"] = weight, per_weight
-                fused = make_retriever(index, embedder, "hybrid", fusion="weighted", weights=(weight, 1 - weight),
-                                       candidates=DEPTH * 3)  # fmt: skip
+                fused = make_retriever(index, embedder, "hybrid", fusion="weighted",
+                                       weights=(weight, 1 - weight), candidates=DEPTH * 3)  # fmt: skip
 
                 def tuned(text: str, retriever: Any = fused) -> list[str]:
                     return doc_ranking(retriever.retrieve(text, DEPTH * 3))

@@ -193,7 +193,8 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
     lines = [f"# Evaluation run `{name}`", ""]
     if metrics["mcq"]:
         lines += ["## Multiple choice: accuracy (95% Wilson CI)", ""]
-        header = ["condition", "dataset", "n", "accuracy", "95% CI", "no answer", "no evidence kept", "s/item"]
+        header = ["condition", "dataset", "n", "accuracy", "95% CI", "no answer", "no evidence kept",
+                  "s/item"]  # fmt: skip
         lines += _table(header, _mcq_rows(metrics["mcq"]))
         lines += ["no evidence kept: RAG items whose passages all fell below the evidence threshold "
                   "(answered without sources); 0 when the run gives every item k passages.", ""]
@@ -228,7 +229,8 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
             lines += _table(
                 ["condition", "dataset", "answered | answerable", "abstained | unanswerable",
                  "answered | unanswerable", "citation precision shown", "citation precision generated"],
-                [[c, ds, *(_rate_cell(a[k]) for k in ("answered_when_answerable", "abstained_when_unanswerable",
+                [[c, ds, *(_rate_cell(a[k]) for k in ("answered_when_answerable",
+                                                       "abstained_when_unanswerable",
                                                        "answered_when_unanswerable")),
                   _num(a["citation_precision_shown"]), _num(a["citation_precision_generated"])]
                  for c, ds, a in abstention],

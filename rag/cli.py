@@ -94,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     trainer = models.add_parser(
         "train-reranker", help="train the relevance reranker on BioASQ 7B-10B + MedQuAD (CPU, resumable)"
     )
-    trainer.add_argument("--out", type=Path, default=None, help="work folder (default: DATA_DIR/models/relevance-minilm)")
+    trainer.add_argument(
+        "--out", type=Path, default=None, help="work folder (default: DATA_DIR/models/relevance-minilm)"
+    )
     trainer.add_argument("--index", default="bioasq-snippets", help="index used to mine hard negatives")
     trainer.add_argument("--seed", type=int, default=13)
     trainer.add_argument("--epochs", type=int, default=3)

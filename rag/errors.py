@@ -5,6 +5,8 @@ Errors are raised, never printed; the CLI and the API map each class to one exit
 
 from __future__ import annotations
 
+from types import ModuleType
+
 
 class MedciteError(Exception):
     """Base class for every error medcite raises on purpose."""
@@ -57,7 +59,7 @@ class ModelError(MedciteError):
     """A model file is missing, unverifiable or fails to load."""
 
 
-def require(module: str, *, package: str, extra: str) -> object:
+def require(module: str, *, package: str, extra: str) -> ModuleType:
     """Import an optional module or raise :class:`MissingExtraError` naming the extra."""
     import importlib
 

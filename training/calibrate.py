@@ -20,7 +20,9 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     return np.asarray(0.5 * (1.0 + np.tanh(np.asarray(z, dtype=np.float64) / 2.0)))
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iterations: int = 50) -> tuple[np.ndarray, float]:
+def fit_logistic(
+    x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iterations: int = 50
+) -> tuple[np.ndarray, float]:
     """Weights and bias of a logistic regression of ``y`` (0/1) on the columns of ``x``."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.ndim != 2 or len(x) != len(y) or len(y) == 0:

@@ -17,15 +17,18 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm import tqdm
 
 from rag.errors import require
+
+if TYPE_CHECKING:
+    from rag.rerank.minilm import RelevanceModel
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) 
     order = list(range(len(lengths)))
     rng.shuffle(order)
     pool = batch_size * 50
-    batches = []
+    batches: list[list[int]] = []
     for start in range(0, len(order), pool):
         block = sorted(order[start : start + pool], key=lambda i: lengths[i])
         batches.extend(block[i : i + batch_size] for i in range(0, len(block), batch_size))
@@ -55,7 +58,9 @@ def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) 
     return batches
 
 
-def cache_bottom(model: Any, encoded: Sequence[tuple[list[int], list[int]]], desc: str) -> list[Any]:
+def cache_bottom(
+    model: RelevanceModel, encoded: Sequence[tuple[list[int], list[int]]], desc: str
+) -> list[Any]:
     """Bottom-layer outputs per pair (float16, unpadded), computed in length-sorted batches."""
     torch = require("torch", package="torch", extra="dense")
     from rag.rerank.trained import padded
@@ -84,7 +89,7 @@ def stack(hidden: Sequence[Any]) -> tuple[Any, Any]:
     return batch, mask
 
 
-def logits_of(model: Any, hidden: Sequence[Any], batch_size: int = 64) -> np.ndarray:
+def logits_of(model: RelevanceModel, hidden: Sequence[Any], batch_size: int = 64) -> np.ndarray:
     torch = require("torch", package="torch", extra="dense")
     out = []
     with torch.inference_mode():
@@ -100,7 +105,7 @@ class Checkpoint:
         self.folder = folder
         self.tensors, self.progress = folder / "checkpoint.safetensors", folder / "checkpoint.json"
 
-    def save(self, model: Any, optimizer: Any, state: dict[str, Any]) -> None:
+    def save(self, model: RelevanceModel, optimizer: Any, state: dict[str, Any]) -> None:
         safetensors = require("safetensors.torch", package="safetensors", extra="dense")
         names = dict(model.named_parameters())
         tensors = {f"param/{n}": names[n].detach().clone() for n in model.trained_names()}
@@ -118,7 +123,7 @@ class Checkpoint:
         Path(str(self.tensors) + ".tmp").replace(self.tensors)
         self.progress.write_text(json.dumps(state, indent=1), encoding="utf-8")
 
-    def load(self, model: Any, optimizer: Any, config: FitConfig) -> dict[str, Any] | None:
+    def load(self, model: RelevanceModel, optimizer: Any, config: FitConfig) -> dict[str, Any] | None:
         if not (self.tensors.is_file() and self.progress.is_file()):
             return None
         torch = require("torch", package="torch", extra="dense")
@@ -140,8 +145,8 @@ class Checkpoint:
 
 
 def train(
-    model: Any, hidden: Sequence[Any], labels: Sequence[int], config: FitConfig, folder: Path,
-    validate: Any, max_steps: int | None = None,
+    model: RelevanceModel, hidden: Sequence[Any], labels: Sequence[int], config: FitConfig, folder: Path,
+    validate: Callable[[RelevanceModel], float], max_steps: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Train ``model``'s top layers; ``validate(model) -> float`` scores an epoch (higher is better).
 
@@ -154,16 +159,19 @@ def train(
     params = dict(model.named_parameters())
     for name, p in params.items():
         p.requires_grad_(name in set(model.trained_names()))
+    trained_names = model.trained_names()
     optimizer = torch.optim.AdamW([
-        {"params": [params[n] for n in model.trained_names() if not n.startswith("head.")], "lr": config.lr_layers},
-        {"params": [params[n] for n in model.trained_names() if n.startswith("head.")], "lr": config.lr_head},
+        {"params": [params[n] for n in trained_names if not n.startswith("head.")], "lr": config.lr_layers},
+        {"params": [params[n] for n in trained_names if n.startswith("head.")], "lr": config.lr_head},
     ], weight_decay=config.weight_decay)  # fmt: skip
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     steps_per_epoch = -(-len(hidden) // config.batch_size)
-    total, warmup = steps_per_epoch * config.epochs, max(1, int(config.warmup_share * steps_per_epoch * config.epochs))
+    total = steps_per_epoch * config.epochs
+    warmup = max(1, int(config.warmup_share * steps_per_epoch * config.epochs))
     checkpoint, best_path = Checkpoint(folder), folder / "best.safetensors"
     state = checkpoint.load(model, optimizer, config) or {
-        "config": asdict(config), "step": 0, "epochs": [], "best_epoch": None, "best_score": None, "seconds": 0.0,
+        "config": asdict(config), "step": 0, "epochs": [], "best_epoch": None, "best_score": None,
+        "seconds": 0.0,
     }  # fmt: skip
     target = torch.tensor([float(y) for y in labels])
     lengths = [h.shape[0] for h in hidden]
@@ -179,7 +187,8 @@ def train(
         for rows in batches[done_in_epoch:]:
             if state["step"] >= stop_at:
                 break
-            scale = min(1.0, (state["step"] + 1) / warmup) * max(0.0, (total - state["step"]) / max(1, total - warmup))
+            scale = (min(1.0, (state["step"] + 1) / warmup)
+                     * max(0.0, (total - state["step"]) / max(1, total - warmup)))  # fmt: skip
             for group, lr in zip(optimizer.param_groups, base_lrs, strict=True):
                 group["lr"] = lr * min(1.0, scale)
             batch, mask = stack([hidden[i] for i in rows])
@@ -216,13 +225,13 @@ def train(
     return state
 
 
-def _save_trained(model: Any, path: Path) -> None:
+def _save_trained(model: RelevanceModel, path: Path) -> None:
     safetensors = require("safetensors.torch", package="safetensors", extra="dense")
     params = dict(model.named_parameters())
     safetensors.save_file({n: params[n].detach().clone() for n in model.trained_names()}, str(path))
 
 
-def _load_trained(model: Any, path: Path) -> None:
+def _load_trained(model: RelevanceModel, path: Path) -> None:
     torch = require("torch", package="torch", extra="dense")
     safetensors = require("safetensors.torch", package="safetensors", extra="dense")
     tensors = safetensors.load_file(str(path))

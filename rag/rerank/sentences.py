@@ -31,7 +31,9 @@ class SentenceScorer(Protocol):
 
 def narrowed(chunk: Chunk, start: int, end: int) -> Chunk:
     """``chunk`` cut to ``chunk.text[start:end]``, its document span moved with it."""
-    return dataclasses.replace(chunk, start=chunk.start + start, end=chunk.start + end, text=chunk.text[start:end])
+    return dataclasses.replace(
+        chunk, start=chunk.start + start, end=chunk.start + end, text=chunk.text[start:end]
+    )
 
 
 def _runs(chosen: list[int], units: list[tuple[int, int, int]]) -> list[tuple[int, int]]:

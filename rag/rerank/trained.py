@@ -22,13 +22,16 @@ import math
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rag.errors import ConfigError, ModelError, require
 from rag.rerank.evidence import passage_text, sort_and_renumber
 from rag.types import Hit
+
+if TYPE_CHECKING:
+    from rag.rerank.minilm import RelevanceModel
 
 SHIPPED_MODEL = Path(__file__).parent / "weights" / "relevance-minilm"
 OVERLAY_FILE = "overlay.safetensors"
@@ -126,10 +129,12 @@ class TrainedReranker:
         return None if value is None else float(value)
 
     def fingerprint(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.folder), "overlay_sha256": self.manifest["overlay_sha256"]}
+        return {
+            "name": self.name, "path": str(self.folder), "overlay_sha256": self.manifest["overlay_sha256"],
+        }  # fmt: skip
 
     @cached_property
-    def _loaded(self) -> tuple[Any, PairTokenizer]:
+    def _loaded(self) -> tuple[RelevanceModel, PairTokenizer]:
         from indexes.embedder import packaged_minilm_dir
 
         torch = require("torch", package="torch", extra="dense")
@@ -177,7 +182,9 @@ class TrainedReranker:
             raise ModelError(f"the relevance model at {self.folder} produced non-finite scores; retrain it")
         return out
 
-    def scores(self, question: str, passages: Sequence[str], ranks: Sequence[int] | None = None) -> np.ndarray:
+    def scores(
+        self, question: str, passages: Sequence[str], ranks: Sequence[int] | None = None
+    ) -> np.ndarray:
         """Calibrated relevance probabilities; ``ranks`` default to the input order 1..n."""
         rank_array = np.asarray(ranks if ranks is not None else range(1, len(passages) + 1))
         return calibrated(self.logits(question, passages), rank_array, self.manifest["calibration"])

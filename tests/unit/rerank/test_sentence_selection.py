@@ -9,7 +9,8 @@ from rag.types import Chunk, Hit
 
 TEXT = (
     "Sepsis is a life-threatening organ dysfunction. "
-    "qSOFA counts respiratory rate of 22/min or more, altered mentation and systolic pressure of 100 mmHg or less. "
+    "qSOFA counts respiratory rate of 22/min or more, altered mentation and systolic pressure "
+    "of 100 mmHg or less. "
     "Blood cultures come before antibiotics. "
     "Lactate above 2 mmol/L signals hypoperfusion."
 )
@@ -28,7 +29,8 @@ class KeywordScorer:
 
 
 def _hit(n: int, text: str, offset: int = 100) -> Hit:
-    chunk = Chunk(f"d{n}#0", f"d{n}", "Sepsis guideline", ("Screening",), "test", "", "", offset, offset + len(text), text)
+    chunk = Chunk(f"d{n}#0", f"d{n}", "Sepsis guideline", ("Screening",), "test", "", "",
+                  offset, offset + len(text), text)  # fmt: skip
     return Hit(chunk, 0.9, n, "hybrid+trained")
 
 

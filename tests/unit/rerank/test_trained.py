@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rag.errors import ModelError  # noqa: E402
-from rag.rerank.trained import SHIPPED_MODEL, TrainedReranker, calibrated  # noqa: E402
-from rag.types import Chunk, Hit  # noqa: E402
+from rag.errors import ModelError
+from rag.rerank.trained import SHIPPED_MODEL, TrainedReranker, calibrated
+from rag.types import Chunk, Hit
 
 
 def _hit(n: int, title: str, text: str) -> Hit:

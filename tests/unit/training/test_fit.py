@@ -14,13 +14,18 @@ from rag.rerank.trained import PairTokenizer  # noqa: E402
 from training.fit import FitConfig, cache_bottom, length_batches, logits_of, train  # noqa: E402
 
 PAIRS = [
-    ("What are the qSOFA criteria?", "qSOFA: respiratory rate >= 22/min, altered mentation, systolic BP <= 100", 1),
-    ("What are the qSOFA criteria?", "Marfan syndrome is inherited in an autosomal dominant pattern.", 0),
-    ("Which score guides anticoagulation in atrial fibrillation?", "CHA2DS2-VASc estimates stroke risk in AF.", 1),
-    ("Which score guides anticoagulation in atrial fibrillation?", "Metformin is first-line in type 2 diabetes.", 0),
-    ("How is Marfan syndrome inherited?", "Marfan syndrome is inherited in an autosomal dominant pattern.", 1),
+    ("What are the qSOFA criteria?",
+     "qSOFA: respiratory rate >= 22/min, altered mentation, systolic BP <= 100", 1),
+    ("What are the qSOFA criteria?",
+     "Marfan syndrome is inherited in an autosomal dominant pattern.", 0),
+    ("Which score guides anticoagulation in atrial fibrillation?",
+     "CHA2DS2-VASc estimates stroke risk in AF.", 1),
+    ("Which score guides anticoagulation in atrial fibrillation?",
+     "Metformin is first-line in type 2 diabetes.", 0),
+    ("How is Marfan syndrome inherited?",
+     "Marfan syndrome is inherited in an autosomal dominant pattern.", 1),
     ("How is Marfan syndrome inherited?", "qSOFA: respiratory rate >= 22/min, altered mentation.", 0),
-]
+]  # fmt: skip
 CONFIG = FitConfig(seed=3, epochs=2, batch_size=2, trainable_from=5, max_length=64, checkpoint_every=1)
 
 
