@@ -227,8 +227,8 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
         if abstention:
             lines += ["## Answerable vs unanswerable (95% Wilson CI)", ""]
             lines += _table(
-                ["condition", "dataset", "answered | answerable", "abstained | unanswerable",
-                 "answered | unanswerable", "citation precision shown", "citation precision generated"],
+                ["condition", "dataset", "answered (answerable)", "abstained (unanswerable)",
+                 "answered (unanswerable)", "citation precision shown", "citation precision generated"],
                 [[c, ds, *(_rate_cell(a[k]) for k in ("answered_when_answerable",
                                                        "abstained_when_unanswerable",
                                                        "answered_when_unanswerable")),
