@@ -97,6 +97,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         rerank_candidates=profile.rerank.candidates,
         threshold=profile.rerank.threshold,
         keep=profile.rerank.keep,
+        evidence_order=profile.rerank.order,
         max_tokens=profile.generator.max_tokens,
         temperature=profile.generator.temperature,
         reformulation=profile.reformulation.kind,

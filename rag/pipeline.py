@@ -36,6 +36,8 @@ class PipelineSettings:
     rerank_candidates: int = 10  # of those, how many the reranker scores
     threshold: float | None = 0.5  # evidence threshold on the reranker's scale; None keeps all
     keep: int = 4  # evidence passages given to the generator
+    # "relevance": evidence in the reranker's order; "retrieval": the reranker only gates
+    evidence_order: str = "relevance"
     max_tokens: int = 200
     temperature: float = 0.0
     reformulation: str = "none"  # "none" | "rewrite" | "hyde"
@@ -139,7 +141,7 @@ class Pipeline:
         try:
             kept, dropped = clock.run(
                 "rerank", rerank_and_filter, self.reranker, question, candidates,
-                threshold=s.threshold, max_keep=s.keep,
+                threshold=s.threshold, max_keep=s.keep, retrieval_order=s.evidence_order == "retrieval",
             )  # fmt: skip
         except (GeneratorError, ModelError) as exc:
             kept = [dataclasses.replace(h, rank=n) for n, h in enumerate(candidates[: s.keep], start=1)]

@@ -46,6 +46,9 @@ class RerankConfig(_Strict):
     candidates: int = Field(default=12, ge=1, le=200)  # how many fused hits are reranked
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # reranker's [0, 1] scale; None: keep all
     keep: int = Field(default=5, ge=1, le=50)  # evidence passages given to the generator
+    # "relevance": evidence in the reranker's order; "retrieval": the reranker's scores only gate
+    # the evidence (threshold) and the passages keep the retriever's order
+    order: Literal["relevance", "retrieval"] = "relevance"
 
 
 class GeneratorConfig(_Strict):

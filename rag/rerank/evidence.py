@@ -75,8 +75,13 @@ def rerank_and_filter(
     min_keep: int = 0,
     max_keep: int | None = None,
     allow_unbounded_threshold: bool = False,
+    retrieval_order: bool = False,
 ) -> tuple[list[Hit], list[Hit]]:
     """Rerank ``hits`` and split them into (kept, dropped).
+
+    ``retrieval_order``: the reranker's scores only filter; hits keep the order they came in,
+    so the threshold gates the evidence without the reranker reordering it (for a reranker that
+    gates well but ranks worse than retrieval on some data).
 
     Kept: hits with ``score >= threshold`` (all hits when ``threshold`` is None), topped up
     with the best remaining hits to ``min_keep``, cut to ``max_keep``; ranks renumbered 1..n.
@@ -85,6 +90,9 @@ def rerank_and_filter(
     """
     check_evidence_limits(reranker, threshold, min_keep, max_keep, allow_unbounded_threshold)
     ranked = reranker.rerank(question, hits)
+    if retrieval_order:
+        position = {h.chunk.chunk_id: n for n, h in enumerate(hits)}
+        ranked = sorted(ranked, key=lambda h: position.get(h.chunk.chunk_id, len(position)))
     # NaN fails the comparison, so an unscorable hit is dropped.
     chosen = [i for i, h in enumerate(ranked) if threshold is None or h.score >= threshold]
     if len(chosen) < min_keep:

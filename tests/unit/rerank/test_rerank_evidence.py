@@ -141,3 +141,13 @@ def test_registry_resolves_every_reranker():
     assert resolve("reranker", "cross-encoder").name == "cross-encoder"
     with pytest.raises(ConfigError, match="cross-encoder, llm, none"):
         resolve("reranker", "colbert")
+
+
+def test_retrieval_order_lets_scores_gate_without_reordering(five):
+    reranker = FixedScores({"d1#0": 0.2, "d2#0": 0.9, "d3#0": 0.05, "d4#0": 0.6, "d5#0": 0.7})
+    kept, dropped = rerank_and_filter(reranker, "q", five, threshold=0.5, max_keep=2, retrieval_order=True)
+    assert ids(kept) == ["d2#0", "d4#0"]  # the first two above the threshold, in retrieval order
+    assert [h.rank for h in kept] == [1, 2] and kept[0].score == 0.9
+    assert ids(dropped) == ["d1#0", "d3#0", "d5#0"]
+    by_relevance, _ = rerank_and_filter(reranker, "q", five, threshold=0.5, max_keep=2)
+    assert ids(by_relevance) == ["d2#0", "d5#0"]
