@@ -196,7 +196,7 @@ def train(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            running.append(float(loss))
+            running.append(loss.item())
             state["step"] += 1
             bar.update(1)
             bar.set_postfix(loss=f"{np.mean(running[-50:]):.3f}")
