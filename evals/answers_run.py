@@ -18,6 +18,7 @@ from tqdm import tqdm
 from evals.answer_quality import AnswerItem, evaluate_answers
 from evals.config import EvalConfig
 from evals.generation_cache import CachingGenerator
+from evals.metrics.choice import wilson_interval
 from evals.records import ItemRecord, write_records
 from evals.rundir import RunDir
 from rag.assemble import assemble
@@ -158,8 +159,6 @@ def answer_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
 
 
 def _rate(hits: int, n: int) -> dict[str, Any]:
-    from evals.metrics.choice import wilson_interval
-
     if n == 0:
         return {"n": 0, "count": 0, "rate": None, "ci": None}
     low, high = wilson_interval(hits, n)

@@ -25,7 +25,6 @@ keep question ids, kinds and scores only.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from corpora.sources.base import iter_jsonl
 from evals.datasets.bioasq import bioasq_rows, normalise
 from rag.errors import SourceError
 from rag.generate.sentences import sentence_spans
@@ -158,8 +158,7 @@ def read_snippets(source_data: Path) -> dict[str, dict[str, str]]:
         raise SourceError(
             f"BioASQ snippet corpus not found at {path}; point MEDCITE_SOURCE_DATA at the shared data"
         )
-    with path.open(encoding="utf-8") as fh:
-        return {row["_id"]: row for row in map(json.loads, filter(str.strip, fh))}
+    return {str(row["_id"]): row for _, row in iter_jsonl(path)}
 
 
 def _passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[str, str]]) -> Chunk | None:

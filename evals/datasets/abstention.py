@@ -26,12 +26,11 @@ shuffled with a fixed seed, then interleaved, so a partial run holds both halves
 
 from __future__ import annotations
 
-import gzip
-import json
 import random
-import re
 from pathlib import Path
 
+from corpora.sources.base import iter_jsonl
+from evals.datasets.bioasq import normalise
 from evals.datasets.freetext import FreeTextItem
 from rag.config import Paths
 from rag.errors import ConfigError, SourceError
@@ -39,19 +38,11 @@ from rag.errors import ConfigError, SourceError
 NAME = "abstention-default"
 INDEX = "default"
 DRUG_TYPES = ("usage", "side effects", "precautions", "emergency or overdose", "forget a dose")
-_NOT_WORD = re.compile(r"[^\w\s]")
-
-
-def _norm(text: str) -> str:
-    return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
-
-
 def _medquad_rows(source_data: Path) -> list[dict[str, str]]:
     path = source_data / "medquad" / "medquad_qa.jsonl.gz"
     if not path.is_file():
         raise SourceError(f"MedQuAD not found at {path}; point MEDCITE_SOURCE_DATA at the shared data")
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    return [row for _, row in iter_jsonl(path)]
 
 
 Halves = tuple[list[FreeTextItem], list[FreeTextItem]]
@@ -72,7 +63,7 @@ def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: 
     answerable: dict[str, FreeTextItem] = {}
     by_drug: dict[str, list[dict[str, str]]] = {}
     for row in sorted(rows, key=lambda r: (r["source"], r["qid"])):
-        focus = _norm(row.get("focus", ""))
+        focus = normalise(row.get("focus", ""))
         if not focus:
             continue
         qid = f"{row['source']}:{row['qid']}"  # MedQuAD's ids repeat across its collections
@@ -112,8 +103,8 @@ def load_abstention(paths: Paths, part: str = "test", per_half: int = 100,
         chunks = list(index.chunks)
     finally:
         index.close()
-    titles = {_norm(c.title) for c in chunks if c.source == "hpo"}
-    corpus_words = {word for c in chunks for word in _norm(f"{c.title} {c.text}").split()}
+    titles = {normalise(c.title) for c in chunks if c.source == "hpo"}
+    corpus_words = {word for c in chunks for word in normalise(f"{c.title} {c.text}").split()}
     yes, no = split_questions(_medquad_rows(paths.source_data), titles, corpus_words, per_half, seed, part)
     mixed = [item for pair in zip(yes, no, strict=False) for item in pair]
     return mixed + yes[len(no):] + no[len(yes):]

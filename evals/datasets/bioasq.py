@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from corpora.sources.base import iter_jsonl
 from corpora.sources.bioasq import qrels_doc_id
 from evals.datasets.qrels import build_set, read_qrels_tsv, require
 from evals.types import RetrievalSet
@@ -80,10 +81,8 @@ def bioasq_rows(source_data: Path) -> list[dict[str, object]]:
         raise SourceError(
             f"BioASQ questions not found at {path}; point MEDCITE_SOURCE_DATA at the shared data"
         )
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            row["task"] = str(row.get("source_file", "")).split("GoldenEnriched")[0]
-            rows.append(row)
+    rows: list[dict[str, object]] = []
+    for _, row in iter_jsonl(path):
+        row["task"] = str(row.get("source_file", "")).split("GoldenEnriched")[0]
+        rows.append(row)
     return rows
