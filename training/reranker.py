@@ -14,7 +14,6 @@ checkpoint):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import platform
 import resource
@@ -47,14 +46,6 @@ DATA_FILES = (
     "bioasq_from_mirage/snippet_corpus.jsonl", "medquad/medquad_qa.jsonl.gz", "mirage/benchmark.json",
     "pubmedqa/ori_pqal.json",
 )  # fmt: skip
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -181,7 +172,7 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
         "threshold_why": "maximises F1 of keeping relevant passages among the hybrid top "
                          f"{pair_config.candidates} of the validation questions (precision "
                          f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
-        "data": {name: _sha256(paths.source_data / name)
+        "data": {name: sha256_of(paths.source_data / name)
                  for name in DATA_FILES if (paths.source_data / name).is_file()},
         "pairs": pair_stats, "pair_config": asdict(pair_config), "fit_config": asdict(fit_config),
         "metrics": metrics,
