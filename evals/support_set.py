@@ -135,7 +135,7 @@ def change_entity(claim: str, exact: Sequence[str], replacement: str) -> str | N
 
 # --- reading BioASQ ------------------------------------------------------------------------------
 
-def _claims(ideal: object, limit: int) -> tuple[str, ...]:
+def claims_of(ideal: object, limit: int) -> tuple[str, ...]:
     answers = ideal if isinstance(ideal, list) else [ideal]
     text = " ".join(str(answers[0]).split()) if answers and answers[0] else ""
     text = re.sub(r"^(yes|no)\s*[.,:;]\s*", "", text, flags=re.IGNORECASE)
@@ -143,7 +143,7 @@ def _claims(ideal: object, limit: int) -> tuple[str, ...]:
     return tuple(s for s in sentences if len(s.split()) >= 6)[:limit]
 
 
-def _exact(row: dict[str, Any]) -> tuple[str, ...]:
+def exact_answers(row: dict[str, Any]) -> tuple[str, ...]:
     if row.get("type") not in ("factoid", "list"):
         return ()
     values: list[str] = []
@@ -161,7 +161,7 @@ def read_snippets(source_data: Path) -> dict[str, dict[str, str]]:
     return {str(row["_id"]): row for _, row in iter_jsonl(path)}
 
 
-def _passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[str, str]]) -> Chunk | None:
+def gold_passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[str, str]]) -> Chunk | None:
     by_pmid: dict[str, dict[str, str]] = {}
     for sid in snippet_ids:
         row = snippets.get(sid)
@@ -188,11 +188,11 @@ def read_questions(source_data: Path, *, dev_questions: int = 300, claims_per_qu
         split = "test" if row["task"] == TEST_TASK else "dev" if row["task"] in DEV_TASKS else None
         if split is None or (split == "dev" and normalise(str(row["body"])) in test_texts):
             continue
-        claims = _claims(row.get("ideal_answer"), claims_per_question)
-        passage = _passage(str(row["id"]), [str(s) for s in row.get("snippet_ids", [])], snippets)
+        claims = claims_of(row.get("ideal_answer"), claims_per_question)
+        passage = gold_passage(str(row["id"]), [str(s) for s in row.get("snippet_ids", [])], snippets)
         if not claims or passage is None:
             continue
-        question = Question(str(row["id"]), split, str(row["body"]), claims, _exact(row),
+        question = Question(str(row["id"]), split, str(row["body"]), claims, exact_answers(row),
                             frozenset(str(p) for p in row.get("pmids", [])), passage)  # fmt: skip
         (out if split == "test" else dev_pool).append(question)
     dev_pool.sort(key=lambda q: q.qid)

@@ -87,8 +87,14 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         check_evidence_limits(reranker, profile.rerank.threshold, max_keep=profile.rerank.keep)
         verifier = None  # without embeddings nothing can be verified: the gate treats it so
         if embedder is not None:
-            judge = generator if profile.verify.llm_judge else None
-            verifier = SupportVerifier(embedder, threshold=profile.verify.threshold, judge=judge)
+            v = profile.verify
+            support_model = None
+            if v.backend == "trained":
+                from rag.generate.support_model import TrainedSupport
+
+                support_model = TrainedSupport(v.model_path)
+            judge = generator if v.llm_judge else None
+            verifier = SupportVerifier(embedder, threshold=v.threshold, judge=judge, model=support_model)
     except BaseException:
         index.close()
         raise

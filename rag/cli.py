@@ -102,6 +102,16 @@ def _parser() -> argparse.ArgumentParser:
     trainer.add_argument("--epochs", type=int, default=3)
     trainer.add_argument("--medquad-questions", type=int, default=3000)
     trainer.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    support = models.add_parser(
+        "train-support", help="train the support verifier on BioASQ 7B-10B claims (CPU, resumable)"
+    )
+    support.add_argument(
+        "--out", type=Path, default=None, help="work folder (default: DATA_DIR/models/support-minilm)"
+    )
+    support.add_argument("--seed", type=int, default=13)
+    support.add_argument("--epochs", type=int, default=4)
+    support.add_argument("--rank", type=int, default=16, help="adapter rank")
+    support.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
 
     evaluate = sub.add_parser(
         "eval", help="benchmark runs, comparisons, published predictions"
@@ -271,6 +281,23 @@ def _cmd_models_train_reranker(args: argparse.Namespace, paths: Paths) -> int:
     return 0
 
 
+def _cmd_models_train_support(args: argparse.Namespace, paths: Paths) -> int:
+    from training.fit import FitConfig
+    from training.support import SupportConfig, train_support
+
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    out = args.out or paths.data_dir / "models" / "support-minilm"
+    config = SupportConfig(seed=args.seed, rank=args.rank)
+    fit = FitConfig(seed=args.seed, epochs=args.epochs, lr_layers=5e-4, lr_head=1e-3)
+    folder = train_support(paths, out, config, fit)
+    print(f"support model written to {folder}; use it with [verify] backend = \"trained\", "
+          f"model_path = \"{folder}\", or copy it to rag/generate/weights/support-minilm to ship it")
+    return 0
+
+
 def _cmd_profiles(args: argparse.Namespace, paths: Paths) -> int:
     from rag.profile import available_profiles, load_profile
 
@@ -359,6 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "models fetch": _cmd_models_fetch,
         "models info": _cmd_models_info,
         "models train-reranker": _cmd_models_train_reranker,
+        "models train-support": _cmd_models_train_support,
         "profiles": _cmd_profiles,
         "sources": _cmd_sources,
         "serve": _cmd_serve,

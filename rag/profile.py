@@ -65,7 +65,12 @@ class GeneratorConfig(_Strict):
 
 
 class VerifyConfig(_Strict):
-    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    # "heuristic": embedding cosine + lexical coverage + number check (rag/generate/verify.py);
+    # "trained": the support model medcite trains (rag/generate/support_model.py) + number check.
+    backend: Literal["heuristic", "trained"] = "heuristic"
+    model_path: Path | None = None  # trained: a model folder; default: the one shipped with medcite
+    # None: the backend's own (heuristic 0.5; trained: the threshold in the model's manifest)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     llm_judge: bool = False
     # What a generated sentence below the threshold, or citing a passage not about the question,
     # becomes (rag/generate/gate.py): "drop" leaves it out (the answer abstains when none is

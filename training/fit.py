@@ -144,6 +144,23 @@ class Checkpoint:
         return state
 
 
+def load_finished(model: RelevanceModel, config: FitConfig, folder: Path) -> dict[str, Any] | None:
+    """The progress record of a run in ``folder`` that trained every epoch, its best epoch loaded
+    into ``model``; ``None`` when there is none (then :func:`train` starts or resumes it).
+
+    Lets a caller skip preparing training data that :func:`train` would not read any more.
+    """
+    progress, best = Checkpoint(folder).progress, folder / "best.safetensors"
+    if not (progress.is_file() and best.is_file()):
+        return None
+    state: dict[str, Any] = json.loads(progress.read_text(encoding="utf-8"))
+    if state.get("config") != asdict(config) or len(state.get("epochs", [])) < config.epochs:
+        return None
+    _load_trained(model, best)
+    model.eval()
+    return {**state, "finished": True}
+
+
 def train(
     model: RelevanceModel, hidden: Sequence[Any], labels: Sequence[int], config: FitConfig, folder: Path,
     validate: Callable[[RelevanceModel], float], max_steps: int | None = None,

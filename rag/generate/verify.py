@@ -30,6 +30,13 @@ choosing the weights): supported pairs scored 0.56-1.00, number changes 0.12-0.3
 AKI" 0.84, "tenecteplase is contraindicated before thrombectomy" 0.59): the heuristic does not
 read negation or scope; that is what the judge is for.
 
+With the trained support model (``verify.backend = "trained"``, ``rag.generate.support_model``),
+``support = P(supported) * number factor``, where P(supported) calibrates the model's logit
+together with the lexical coverage above: the model reads claim and passage together, so it
+sees a negation, a swapped entity or a flipped direction that the heuristic's bag of words and
+sentence embedding miss; the number check stays, as a rule a model should not be trusted to
+learn. The heuristic signals are still computed and reported beside it.
+
 A sentence's support is the best over the passages it cites (one supporting source is enough);
 a sentence without markers has support 0 and is not supported (uncited). A citation's support
 is the mean over the sentences that cite it: a passage cited for three claims that supports one
@@ -42,6 +49,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -52,11 +60,15 @@ from rag.generate.support_signals import lexical_coverage, numbers_agree, passag
 from rag.protocols import Embedder, Generator
 from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
 
+if TYPE_CHECKING:
+    from rag.generate.support_model import TrainedSupport
+
 log = logging.getLogger(__name__)
 
 COS_FLOOR, COS_CEIL = 0.35, 0.80
 SEMANTIC_WEIGHT, LEXICAL_WEIGHT = 0.6, 0.4
 NUMBER_PENALTY = 0.3
+HEURISTIC_THRESHOLD = 0.5  # the heuristic's calibration (module docstring); a model brings its own
 JUDGE_WEIGHT = 0.5
 JUDGE_MAX_CHARS = 1500
 
@@ -74,17 +86,30 @@ class PairSupport:
     numbers_ok: bool
     judge: float | None
     support: float
+    model: float | None = None  # P(supported) from the trained support model, when one is used
+
+    @property
+    def heuristic(self) -> float:
+        """The heuristic support (number factor applied), whatever ``support`` was made from."""
+        blend = SEMANTIC_WEIGHT * self.semantic + LEXICAL_WEIGHT * self.lexical
+        return blend * (1.0 if self.numbers_ok else NUMBER_PENALTY)
 
 
 class SupportVerifier:
     """Scores each answer sentence against the passages it cites (see the module docstring)."""
 
-    def __init__(self, embedder: Embedder, *, threshold: float = 0.5, judge: Generator | None = None) -> None:
+    def __init__(self, embedder: Embedder, *, threshold: float | None = None, judge: Generator | None = None,
+                 model: TrainedSupport | None = None) -> None:  # fmt: skip
+        """``threshold`` None: the trained model's own (chosen on dev, in its manifest) when a
+        model is given, else the heuristic's 0.5."""
+        own = model.threshold if model is not None else None
+        threshold = threshold if threshold is not None else own if own is not None else HEURISTIC_THRESHOLD
         if not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"the support threshold must be in [0, 1], got {threshold}")
         self.embedder = embedder
         self.threshold = threshold
         self.judge = judge
+        self.model = model
 
     def verify(
         self, parsed: ParsedAnswer, sources: Sequence[Hit]
@@ -137,8 +162,9 @@ class SupportVerifier:
         row = {text: i for i, text in enumerate(texts)}
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         judge_alive = self.judge is not None
+        modelled = self._model_probabilities(pairs)
         out = []
-        for claim, chunk in pairs:
+        for i, (claim, chunk) in enumerate(pairs):
             if not plain(claim):  # nothing to check: a sentence made of markers only
                 out.append(PairSupport(0.0, 0.0, 0.0, True, None, 0.0))
                 continue
@@ -148,14 +174,22 @@ class SupportVerifier:
             lexical = lexical_coverage(claim, chunk)
             numbers_ok = numbers_agree(claim, indexed_text(chunk.title, chunk.section, chunk.text))
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
+            model = None if modelled is None else float(modelled[i])
+            if model is not None:
+                support = model
             judged = None
             if judge_alive and numbers_ok:  # a wrong number stays penalised: no judge call needed
                 judged, judge_alive = self._judge(claim, chunk)
                 if judged is not None:
                     support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
             support *= 1.0 if numbers_ok else NUMBER_PENALTY
-            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support))
+            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model))
         return out
+
+    def _model_probabilities(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray | None:
+        if self.model is None:
+            return None
+        return self.model.probabilities([(plain(claim), c) for claim, c in pairs])
 
     def _judge(self, claim: str, chunk: Chunk) -> tuple[float | None, bool]:
         """``(P(yes), judge still usable)``; a failing judge is logged and not asked again."""

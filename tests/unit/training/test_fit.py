@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from indexes.embedder import packaged_minilm_dir  # noqa: E402
 from rag.rerank.minilm import RelevanceModel  # noqa: E402
 from rag.rerank.trained import PairTokenizer  # noqa: E402
-from training.fit import FitConfig, cache_bottom, length_batches, logits_of, train  # noqa: E402
+from training.fit import FitConfig, cache_bottom, length_batches, load_finished, logits_of, train  # noqa: E402
 
 PAIRS = [
     ("What are the qSOFA criteria?",
@@ -79,3 +79,18 @@ def test_training_is_deterministic_and_a_stopped_run_resumes_exactly(tmp_path) -
     assert logits_of(resumed, hidden) == pytest.approx(expected, abs=1e-5)
     untrained, _ = _model_and_cache()
     assert logits_of(untrained, hidden) != pytest.approx(expected, abs=1e-3)  # training changed something
+
+
+def test_a_finished_run_loads_its_best_epoch_without_training_data(tmp_path) -> None:
+    from dataclasses import replace
+
+
+    straight, hidden, state = _trained(tmp_path / "run")
+    fresh, _ = _model_and_cache()
+    loaded = load_finished(fresh, CONFIG, tmp_path / "run")
+    assert loaded is not None and loaded["finished"] and loaded["best_epoch"] == state["best_epoch"]
+    assert logits_of(fresh, hidden) == pytest.approx(logits_of(straight, hidden), abs=1e-6)
+    _trained(tmp_path / "partial", max_steps=4)  # stopped mid-run: train() must resume it
+    assert load_finished(_model_and_cache()[0], CONFIG, tmp_path / "partial") is None
+    assert load_finished(_model_and_cache()[0], replace(CONFIG, epochs=3), tmp_path / "run") is None
+    assert load_finished(_model_and_cache()[0], CONFIG, tmp_path / "nothing") is None

@@ -1,0 +1,340 @@
+"""``medcite models train-support``: BioASQ claims -> a support model folder (CPU, resumable).
+
+Questions, split by question and year so nothing evaluated is trained on:
+
+- **train**: BioASQ Task 7B-10B questions minus every held-out evaluation question
+  (``training.leakage``: MIRAGE bioasq, BioASQ 11B, LiveQA, PubMedQA PQA-L), minus duplicated
+  texts, minus the questions of the support set's dev split (``evals.support_set``, which
+  chooses the threshold). ``tests/unit/training/test_support_training.py`` asserts no overlap.
+- **dev**: the support set's dev split; picks the epoch, fits the calibration and the threshold;
+- **test** (BioASQ 11B) is never read here; ``python -m evals.verifier_eval`` reports on it.
+
+Training pairs per claim (a claim is an ideal-answer sentence, as in ``evals.support_set``),
+each against one window of a passage (``rag.generate.support_model.windows``):
+
+- ``own`` (1): the window of its own gold passage sharing most content words with it;
+- ``other`` / ``near`` (0): the best such window of a random other question's passage, and of the
+  most similar other question's (embedding cosine, no shared PubMed id);
+- ``number`` (0): a number changed, with rules the test split does not use (any number of the
+  claim, +/-1..3, x10 or /10; the test set doubles the first number);
+- ``negation`` (0): a negation removed, or added after a randomly chosen auxiliary (the test
+  set adds it after the first);
+- ``direction`` (0): a direction word flipped, from a training-only word list
+  (:data:`TRAIN_DIRECTIONS`: elevated/reduced, enhances/impairs, ...) that shares no word with
+  the test rule's list (``evals.support_set``: increases/decreases, dominant/recessive, ...),
+  so the test split's ``antonym`` pairs measure whether the model learned what a flipped
+  direction means or only which words were flipped;
+- ``entity`` (0): the question's exact answer swapped for another train question's.
+
+Claims come from every ideal answer of a train question (most have one; some up to 15), the
+dev and test splits use the first only, as ``evals.support_set`` does.
+
+Steps: pairs -> bottom layers cached (``training.fit.cache_bottom``) -> adapters trained
+(``training.fit.train``, checkpointed; a finished run is not cached again) -> calibration on
+dev (a logistic regression of the label on the best window's logit and the lexical coverage,
+``rag.generate.support_model.calibrated``) -> the threshold: the highest support, as the
+verifier computes it (number factor included), that keeps 0.80 of the supported dev pairs ->
+``model/adapter.safetensors`` (float16) and ``model/manifest.json``. Copy ``model`` to
+``rag/generate/weights/support-minilm`` to ship it.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import random
+import re
+import resource
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals.datasets.bioasq import normalise
+from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
+from evals.support_set import (
+    Question,
+    build_pairs,
+    change_entity,
+    change_negation,
+    claims_of,
+    exact_answers,
+    gold_passage,
+    nearest_by_embedding,
+    read_questions,
+    read_snippets,
+)  # fmt: skip
+from indexes.text import tokenize
+from rag.config import Paths
+from rag.errors import require
+from training.calibrate import fit_logistic, reliability
+from training.fit import FitConfig, cache_bottom, load_finished, logits_of, train
+from training.leakage import held_out_questions
+from training.pairs import PairStats, bioasq_training_questions
+
+TRAIN_KINDS = ("own", "other", "near", "number", "negation", "direction", "entity")
+_DIRECTION_PAIRS = (
+    ("elevated", "reduced"), ("elevation", "reduction"), ("enhances", "impairs"), ("enhanced", "impaired"),
+    ("stimulates", "blocks"), ("raises", "lowers"), ("raised", "lowered"), ("rise", "fall"),
+    ("excess", "deficiency"), ("accelerates", "slows"), ("accelerated", "slowed"),
+    ("strengthens", "weakens"), ("sensitive", "resistant"), ("sensitivity", "resistance"),
+    ("common", "rare"), ("early", "late"), ("beneficial", "detrimental"), ("protective", "harmful"),
+    ("facilitates", "hinders"), ("maximum", "minimum"), ("above", "below"), ("before", "after"),
+    ("present", "absent"), ("presence", "absence"), ("effective", "ineffective"), ("safe", "unsafe"),
+    ("stable", "unstable"), ("frequent", "infrequent"), ("acute", "chronic"),
+)  # fmt: skip
+TRAIN_DIRECTIONS = {**dict(_DIRECTION_PAIRS), **{b: a for a, b in _DIRECTION_PAIRS}}
+_DIRECTION = re.compile(
+    r"\b(" + "|".join(sorted(TRAIN_DIRECTIONS, key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
+DATA_FILES = ("bioasq_from_mirage/questions.jsonl", "bioasq_from_mirage/snippet_corpus.jsonl",
+              "mirage/benchmark.json", "pubmedqa/ori_pqal.json")  # fmt: skip
+TARGET_RECALL = 0.80
+
+
+@dataclass(frozen=True)
+class SupportConfig:
+    seed: int = 13
+    claims_per_question: int = 4  # per ideal answer
+    dev_questions: int = 300  # the support set's dev sample (evals.verifier_eval's default)
+    window_tokens: int = 128
+    rank: int = 16
+    alpha: float = 32.0
+
+
+# --- training-only perturbations (the test split's rules are in evals.support_set) -------------
+
+_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
+_AUXILIARY = re.compile(r"\b(is|are|was|were|can|could|may|might|should|will|would)\b", re.IGNORECASE)
+
+
+def vary_number(claim: str, rng: random.Random) -> str | None:
+    """A random number of the claim changed by +/-1..3, x10 or /10 (never doubled)."""
+    matches = list(_NUMBER.finditer(claim))
+    if not matches:
+        return None
+    match = rng.choice(matches)
+    value = float(match.group(1))
+    choices = [value + d for d in (1, 2, 3)] + [value - d for d in (1, 2, 3) if value - d > 0]
+    choices += [value * 10, value / 10]
+    new_value = rng.choice([c for c in choices if c != value * 2])
+    new = str(int(new_value)) if new_value == int(new_value) else f"{new_value:.6g}"
+    return claim[: match.start(1)] + new + claim[match.end(1) :]
+
+
+def vary_negation(claim: str, rng: random.Random) -> str | None:
+    """A negation removed (the test rule), or one added after a randomly chosen auxiliary."""
+    changed = change_negation(claim)
+    if changed is None or len(changed) < len(claim):  # nothing to do, or a negation removed
+        return changed
+    match = rng.choice(list(_AUXILIARY.finditer(claim)))
+    return claim[: match.end()] + " not" + claim[match.end() :]
+
+
+def vary_direction(claim: str, rng: random.Random) -> str | None:
+    """A random direction word of the training list flipped (elevated -> reduced, ...)."""
+    matches = list(_DIRECTION.finditer(claim))
+    if not matches:
+        return None
+    match = rng.choice(matches)
+    word = match.group(1)
+    new = TRAIN_DIRECTIONS[word.lower()]
+    new = new.capitalize() if word[0].isupper() else new
+    return claim[: match.start(1)] + new + claim[match.end(1) :]
+
+
+def every_claim(ideal: object, limit: int) -> tuple[str, ...]:
+    """The claims of every ideal answer (``limit`` each), each once."""
+    answers = ideal if isinstance(ideal, list) else [ideal]
+    return tuple(dict.fromkeys(c for answer in answers for c in claims_of(answer, limit)))
+
+
+def best_window(claim: str, windows: Sequence[str]) -> str:
+    """The window holding most of the claim's content words (the first on ties)."""
+    wanted = set(tokenize(claim))
+    return max(windows, key=lambda w: len(wanted & set(tokenize(w))))
+
+
+# --- questions ------------------------------------------------------------------------------------
+
+
+def training_questions(
+    paths: Paths, config: SupportConfig, stats: PairStats
+) -> tuple[list[Question], list[Question]]:
+    """(train, dev) questions; train excludes held-out, duplicated and dev questions (counted)."""
+    held_out = held_out_questions(paths.source_data)
+    dev = [q for q in read_questions(paths.source_data, dev_questions=config.dev_questions, seed=config.seed)
+           if q.split == "dev"]  # fmt: skip
+    dev_ids, dev_texts = {q.qid for q in dev}, {normalise(q.body) for q in dev}
+    snippets = read_snippets(paths.source_data)
+    train: list[Question] = []
+    for row in bioasq_training_questions(paths.source_data, held_out, stats):
+        if str(row["id"]) in dev_ids or normalise(str(row["body"])) in dev_texts:
+            stats.dropped["bioasq_support_dev"] = stats.dropped.get("bioasq_support_dev", 0) + 1
+            continue
+        claims = every_claim(row.get("ideal_answer"), config.claims_per_question)
+        passage = gold_passage(str(row["id"]), [str(s) for s in row.get("snippet_ids", [])], snippets)
+        if claims and passage is not None:
+            train.append(Question(str(row["id"]), "train", str(row["body"]), claims, exact_answers(row),
+                                  frozenset(str(p) for p in row.get("pmids", [])), passage))  # fmt: skip
+    stats.questions.update({"train": len(train), "dev": len(dev)})
+    return train, dev
+
+
+def training_pairs(questions: Sequence[Question], windows_of: Callable[[str], list[str]],
+                   nearest: dict[str, str], seed: int) -> list[dict[str, Any]]:  # fmt: skip
+    """Every ``TRAIN_KINDS`` pair for every claim (see the module docstring)."""
+    rng = random.Random(seed)
+    by_id = {q.qid: q for q in questions}
+    entities = sorted({e for q in questions for e in q.exact if len(e) >= 3})
+    out: list[dict[str, Any]] = []
+    for q in questions:
+        own = windows_of(q.passage.text)
+        others = [o for o in questions if o.qid != q.qid and not (o.pmids & q.pmids)]
+        for claim in q.claims:
+            window = best_window(claim, own)
+            candidates = [e for e in entities if e.lower() not in q.passage.text.lower()]
+            entity = change_entity(claim, q.exact, rng.choice(candidates)) if q.exact and candidates else None
+            other = rng.choice(others).passage.text
+            near = by_id[nearest[q.qid]].passage.text if q.qid in nearest else None
+            made = [
+                ("own", claim, window), ("other", claim, best_window(claim, windows_of(other))),
+                ("near", claim, None if near is None else best_window(claim, windows_of(near))),
+                ("number", vary_number(claim, rng), window), ("negation", vary_negation(claim, rng), window),
+                ("direction", vary_direction(claim, rng), window), ("entity", entity, window),
+            ]  # fmt: skip
+            for kind, text, passage in made:
+                perturbed = kind not in ("own", "other", "near")
+                if text is not None and passage is not None and not (perturbed and text == claim):
+                    out.append({"qid": q.qid, "kind": kind, "label": int(kind == "own"), "claim": text,
+                                "window": passage})  # fmt: skip
+    return out
+
+
+def precision_at_recall(scores: np.ndarray, labels: np.ndarray, recall: float = TARGET_RECALL) -> float:
+    """Precision at the highest threshold that keeps ``recall`` of the supported pairs."""
+    return float(precision_recall(scores, labels, threshold_for_recall(scores, labels, recall))["precision"])
+
+
+def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndarray:
+    best = np.full(pairs, -np.inf)
+    np.maximum.at(best, owner, logits)
+    return best
+
+
+def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
+    """Run every step; return the model folder."""
+    torch = require("torch", package="torch", extra="dense")
+    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.text import indexed_text
+    from rag.generate.support_model import (
+        ADAPTER_FILE,
+        FEATURES,
+        FORMAT,
+        MANIFEST_FILE,
+        calibrated,
+        passage_windows,
+    )
+    from rag.generate.support_signals import lexical_coverage, numbers_agree
+    from rag.generate.verify import NUMBER_PENALTY
+    from rag.rerank.minilm import SupportModel
+    from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance, read_manifest, sha256_of
+
+    started = time.perf_counter()
+    stats = PairStats()
+    train_questions, dev_questions = training_questions(paths, config, stats)
+    embedder = SentenceTransformerEmbedder()
+    relevance = read_manifest(SHIPPED_MODEL)
+    torch.manual_seed(fit_config.seed)
+    model = SupportModel(fit_config.trainable_from, config.rank, config.alpha)
+    base = load_relevance(model, SHIPPED_MODEL, relevance)
+    model.adapt()
+    model.eval()
+    tokenizer = PairTokenizer(base.parent / "tokenizer.json", fit_config.max_length)
+    cache: dict[str, list[str]] = {}
+
+    def windows_of(text: str) -> list[str]:
+        if text not in cache:
+            cache[text] = passage_windows(tokenizer, "", text, config.window_tokens)
+        return cache[text]
+
+    nearest = nearest_by_embedding(embedder.embed)(train_questions)
+    rows = training_pairs(train_questions, windows_of, nearest, config.seed)
+    dev_pairs = [p for p in build_pairs(dev_questions, nearest_by_embedding(embedder.embed), seed=config.seed)
+                 if p.split == "dev"]  # fmt: skip
+    stats.pairs = {kind: sum(r["kind"] == kind for r in rows) for kind in TRAIN_KINDS}
+    stats.pairs["dev"] = len(dev_pairs)
+    dev_windows = [(i, w) for i, p in enumerate(dev_pairs) for w in windows_of(p.passage.text)]
+    owner = np.array([i for i, _ in dev_windows], dtype=np.int64)
+    dev_labels = np.array([p.label for p in dev_pairs], dtype=np.float64)
+    dev_hidden = cache_bottom(model, [tokenizer.encode(dev_pairs[i].claim, [w])[0] for i, w in dev_windows],
+                              "caching dev windows")  # fmt: skip
+
+    def dev_logits(m: Any) -> np.ndarray:
+        return _best_per_pair(logits_of(m, dev_hidden), owner, len(dev_pairs))
+
+    state = load_finished(model, fit_config, out / "checkpoint")
+    trained_here = state is None
+    if state is None:
+        train_hidden = cache_bottom(model, [tokenizer.encode(r["claim"], [r["window"]])[0] for r in rows],
+                                    "caching train pairs")  # fmt: skip
+        state = train(model, train_hidden, [r["label"] for r in rows], fit_config, out / "checkpoint",
+                      validate=lambda m: precision_at_recall(dev_logits(m), dev_labels))  # fmt: skip
+    logits = dev_logits(model)
+    lexical = np.array([lexical_coverage(p.claim, p.passage) for p in dev_pairs])
+    weights, bias = fit_logistic(np.column_stack([logits, lexical]), dev_labels)
+    calibration = {"features": list(FEATURES), "weights": [float(w) for w in weights], "bias": float(bias)}
+    probabilities = calibrated(logits, lexical, calibration)
+    texts = [indexed_text(p.passage.title, p.passage.section, p.passage.text) for p in dev_pairs]
+    numbers_ok = np.array([numbers_agree(p.claim, text) for p, text in zip(dev_pairs, texts, strict=True)])
+    support = probabilities * np.where(numbers_ok, 1.0, NUMBER_PENALTY)  # as the verifier computes it
+    threshold = threshold_for_recall(support, dev_labels, TARGET_RECALL)
+    kinds = np.array([p.kind for p in dev_pairs])
+    metrics: dict[str, Any] = {
+        "dev_roc_auc_logit": roc_auc(logits, dev_labels),
+        "dev_roc_auc": roc_auc(support, dev_labels),
+        "dev_at_threshold": precision_recall(support, dev_labels, threshold),
+        "dev_reliability": reliability(probabilities, dev_labels),
+        "dev_caught_by_kind": {
+            k: float(np.mean(support[kinds == k] < threshold)) for k in sorted(set(kinds)) if k != "own"
+        },
+        "training": state,
+    }
+    model_dir = out / "model"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    params = dict(model.named_parameters())
+    adapter = model_dir / ADAPTER_FILE
+    safetensors.save_file({n: params[n].detach().to(torch.float16).contiguous()
+                           for n in model.trained_names()}, str(adapter))  # fmt: skip
+    manifest = {
+        "format": FORMAT,
+        "base_sha256": relevance["base_sha256"], "relevance_overlay_sha256": relevance["overlay_sha256"],
+        "adapter_sha256": sha256_of(adapter), "rank": config.rank, "alpha": config.alpha,
+        "window_tokens": config.window_tokens, "max_length": fit_config.max_length,
+        "calibration": calibration,
+        "threshold": threshold,  # not rounded: rounding up would drop the dev pair it was chosen at
+        "threshold_why": f"the highest support (P(supported) x number factor) keeping {TARGET_RECALL} of "
+                         "the supported dev pairs "
+                         f"(dev precision {metrics['dev_at_threshold']['precision']:.3f})",
+        "data": {name: sha256_of(paths.source_data / name)
+                 for name in DATA_FILES if (paths.source_data / name).is_file()},
+        "questions": stats.questions, "dropped": stats.dropped, "pairs": stats.pairs,
+        "held_out_questions": held_out_questions(paths.source_data).counts(),
+        "support_config": asdict(config), "fit_config": asdict(fit_config), "metrics": metrics,
+        "command": " ".join(shlex.quote(a) for a in ["medcite", *sys.argv[1:]]),
+        "environment": {"python": platform.python_version(), "torch": torch.__version__,
+                        "threads": torch.get_num_threads(), "machine": platform.machine()},
+        # this process; when it found the training finished (trained_here false), the training's
+        # own time is metrics.training.seconds, and its peak memory was that of an earlier process
+        "trained_here": trained_here,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "seconds": round(time.perf_counter() - started, 1),
+    }  # fmt: skip
+    (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return model_dir
