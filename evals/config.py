@@ -62,6 +62,10 @@ class Grid(_Strict):
     # "profile": the base profile's evidence threshold applies, as in the product, so a question
     # may get fewer passages or none (then it is answered without sources, and the report counts it)
     threshold: Literal["none", "profile"] = "none"
+    # The support verifier of free-text answers: "profile" keeps the base profile's; "heuristic" or
+    # "trained" swaps the backend, with that backend's own threshold. Generations are cached, so a
+    # second backend re-verifies the same answers at little cost: a paired verifier ablation.
+    verify: tuple[Literal["profile", "heuristic", "trained"], ...] = Field(default=("profile",), min_length=1)
 
 
 class RetrievalGrid(_Strict):
@@ -100,9 +104,11 @@ class EvalConfig(_Strict):
         """The multiple-choice conditions: the closed-book arm first, then each grid cell."""
         g = self.grid
         cells: list[dict[str, Any]] = [{"name": "closed-book", "closed_book": True}] if g.closed_book else []
-        for index, mode, rerank, k in itertools.product(g.index, g.mode, g.rerank, g.k):
-            cell = {"index": index, "mode": mode, "rerank": rerank, "k": k, "threshold": g.threshold}
+        for index, mode, rerank, k, verify in itertools.product(g.index, g.mode, g.rerank, g.k, g.verify):
+            cell = {"index": index, "mode": mode, "rerank": rerank, "k": k, "threshold": g.threshold,
+                    "verify": verify}  # fmt: skip
             suffix = "/threshold=profile" if g.threshold == "profile" else ""
+            suffix += "" if verify == "profile" else f"/verify={verify}"
             cells.append({"name": f"rag/{index}/{mode}/{rerank}/k={k}{suffix}", "closed_book": False, **cell})
         return cells
 

@@ -48,7 +48,7 @@ class RunSummary:
 
 
 def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
-    """The base profile with a grid cell's index, retrieval mode, reranker and k applied.
+    """The base profile with a grid cell's index, retrieval mode, reranker, k and verifier applied.
 
     By default evaluation gives the model exactly k passages: no evidence threshold, so every
     condition sees the same amount of context and only retrieval quality differs. A grid with
@@ -60,7 +60,11 @@ def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
                 "candidates": max(cell["k"], base.rerank.candidates)}
     )  # fmt: skip
     retrieval = base.retrieval.model_copy(update={"mode": cell["mode"]})
-    return base.model_copy(update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank})
+    verify = base.verify
+    if cell.get("verify", "profile") != "profile":  # that backend with its own threshold
+        verify = verify.model_copy(update={"backend": cell["verify"], "threshold": None, "model_path": None})
+    return base.model_copy(update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank,
+                                   "verify": verify})  # fmt: skip
 
 
 def _mcq_record(answer_fn: Callable[[], Any], dataset: str, item: Any, condition: str) -> ItemRecord:

@@ -45,6 +45,25 @@ def test_grid_conditions_and_profile_overrides():
     profile = condition_profile(load_profile("default"), cells[2])
     assert (profile.rerank.backend, profile.rerank.keep, profile.rerank.threshold) == ("none", 2, None)
     assert profile.retrieval.mode == "bm25" and profile.index == "default"
+    assert profile.verify == load_profile("default").verify  # "profile": the base profile's verifier
+
+
+def test_a_verify_axis_swaps_the_backend_with_its_own_threshold():
+    grid = {"index": ["default"], "mode": ["hybrid"], "rerank": ["trained"], "k": [4], "closed_book": False,
+            "threshold": "profile", "verify": ["profile", "heuristic", "trained"]}  # fmt: skip
+    cells = config("v", grid=grid).conditions()
+    assert [c["name"] for c in cells] == [
+        "rag/default/hybrid/trained/k=4/threshold=profile",
+        "rag/default/hybrid/trained/k=4/threshold=profile/verify=heuristic",
+        "rag/default/hybrid/trained/k=4/threshold=profile/verify=trained",
+    ]
+    base = load_profile("default").model_copy(
+        update={"verify": load_profile("default").verify.model_copy(update={"threshold": 0.9})}
+    )
+    heuristic, trained = (condition_profile(base, c).verify for c in cells[1:])
+    assert (heuristic.backend, heuristic.threshold) == ("heuristic", None)
+    assert (trained.backend, trained.threshold) == ("trained", None)
+    assert condition_profile(base, cells[0]).verify.threshold == 0.9
 
 
 def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp_path):
