@@ -156,7 +156,8 @@ class SupportVerifier:
 
     def score_pairs(self, pairs: Sequence[tuple[str, Chunk]]) -> list[PairSupport]:
         """Support of each ``(claim, passage)``; all texts are embedded in one batch."""
-        units = {c.chunk_id: passage_units(c) for _, c in pairs}
+        # keyed by the chunk, not its id: sentence selection cuts one chunk into pieces that share it
+        units = {c: passage_units(c) for _, c in pairs}
         claims = [plain(claim) for claim, _ in pairs]
         texts = list(dict.fromkeys([c for c in claims if c] + [u for us in units.values() for u in us]))
         row = {text: i for i, text in enumerate(texts)}
@@ -168,7 +169,7 @@ class SupportVerifier:
             if not plain(claim):  # nothing to check: a sentence made of markers only
                 out.append(PairSupport(0.0, 0.0, 0.0, True, None, 0.0))
                 continue
-            unit_rows = [row[u] for u in units[chunk.chunk_id]]
+            unit_rows = [row[u] for u in units[chunk]]
             cosine = float(np.max(vectors[unit_rows] @ vectors[row[plain(claim)]])) if unit_rows else 0.0
             semantic = min(1.0, max(0.0, (cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             lexical = lexical_coverage(claim, chunk)

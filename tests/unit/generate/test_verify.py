@@ -122,6 +122,20 @@ def test_a_sentence_copied_from_the_passage_is_fully_supported():
     assert score.support == pytest.approx(1.0)
 
 
+def test_pieces_of_one_chunk_are_each_read_as_themselves():
+    """Sentence selection cuts a chunk into pieces that share its id; each is its own passage."""
+    from rag.rerank.sentences import narrowed
+
+    whole = chunk(DOAC)
+    first, second = narrowed(whole, 0, 35), narrowed(whole, 36, len(DOAC))
+    assert first.chunk_id == second.chunk_id and first.text == "Apixaban standard dose is 5 mg BID."
+    on_first, on_second = SupportVerifier(HashEmbedder()).score_pairs(
+        [("Apixaban standard dose is 5 mg BID.", first), ("Apixaban standard dose is 5 mg BID.", second)]
+    )
+    assert on_first.cosine == pytest.approx(1.0, abs=1e-5)
+    assert on_second.cosine < 0.9
+
+
 def test_support_combines_semantic_and_lexical_and_a_wrong_number_caps_it():
     c = chunk(QSOFA, section=("qSOFA Criteria",))
     right, wrong = SupportVerifier(HashEmbedder()).score_pairs(
