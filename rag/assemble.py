@@ -66,10 +66,22 @@ def make_reranker(config: RerankConfig, generator: Generator, paths: Paths) -> R
     return cls(generator, cache=ScoreCache(paths.data_dir / "cache" / "rerank.sqlite"))  # type: ignore[no-any-return]
 
 
+def check_sentence_budget(config: RerankConfig) -> None:
+    """Sentences are scored by the trained relevance model, which only the "trained" reranker loads;
+    refuse another backend before anything is loaded, with what to change."""
+    if config.sentence_budget is not None and config.backend != "trained":
+        raise ConfigError(
+            f"rerank.sentence_budget = {config.sentence_budget} selects sentences with the trained "
+            f'relevance model, but rerank.backend = {config.backend!r}; set rerank.backend = "trained" '
+            "or remove rerank.sentence_budget"
+        )
+
+
 def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = None) -> Assembled:
     """Load the profile's index, embedder, generator, reranker and verifier into a Pipeline."""
     from rag.generate.verify import SupportVerifier
 
+    check_sentence_budget(profile.rerank)
     r = profile.retrieval
     index, embedder = open_index(paths, profile.index, with_embedder=True)
     try:
@@ -104,6 +116,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         threshold=profile.rerank.threshold,
         keep=profile.rerank.keep,
         evidence_order=profile.rerank.order,
+        sentence_budget=profile.rerank.sentence_budget,
         max_tokens=profile.generator.max_tokens,
         temperature=profile.generator.temperature,
         reformulation=profile.reformulation.kind,

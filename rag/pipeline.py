@@ -1,12 +1,13 @@
 """``Pipeline(retriever, reranker, generator).answer(question) -> Answer``: plain composition.
 
 One question goes through: optional reformulation -> retrieval (filters before ranking) ->
-reranking with an evidence threshold -> generation from numbered sources -> citation parsing
--> the support gate (each sentence verified against its cited passages, each cited passage
-checked to be about the question; ``rag/generate/gate.py``). When no passage clears the
-threshold, or no generated sentence passes the gate, the pipeline abstains instead of letting
-the model answer from memory; when generation fails it returns the evidence, labelled as
-degraded. Closed-book answers happen only on request and say so.
+reranking with an evidence threshold -> optionally, only the best sentences of the kept passages
+(``sentence_budget``) -> generation from numbered sources -> citation parsing -> the support
+gate (each sentence verified against its cited passages, each cited passage checked to be
+about the question; ``rag/generate/gate.py``). When no passage clears the threshold, or no
+generated sentence passes the gate, the pipeline abstains instead of letting the model answer
+from memory; when generation fails it returns the evidence, labelled as degraded. Closed-book
+answers happen only on request and say so.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag.choice import choose_option
-from rag.errors import GeneratorError, ModelError
+from rag.errors import ConfigError, GeneratorError, ModelError
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
 from rag.generate.gate import SupportChecker, SupportGate
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
 from rag.rerank.injection import set_aside_instructions
+from rag.rerank.sentences import SentenceModel, select_sentences
 from rag.retrieve.query import clean_query
 from rag.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 
@@ -38,6 +40,9 @@ class PipelineSettings:
     keep: int = 4  # evidence passages given to the generator
     # "relevance": evidence in the reranker's order; "retrieval": the reranker only gates
     evidence_order: str = "relevance"
+    # None: the generator reads whole passages; an int: only their best sentences, up to that many
+    # wordpieces, scored by the reranker's relevance model (rag/rerank/sentences.py)
+    sentence_budget: int | None = None
     max_tokens: int = 200
     temperature: float = 0.0
     reformulation: str = "none"  # "none" | "rewrite" | "hyde"
@@ -102,6 +107,7 @@ class Pipeline:
         self.generator = generator
         self.verifier = verifier
         self.settings = settings or PipelineSettings()
+        self._sentences = _sentence_model(reranker, self.settings.sentence_budget)
 
     def with_settings(self, **changes: Any) -> Pipeline:
         """The same components with some settings changed (per-request max_tokens, temperature)."""
@@ -119,8 +125,11 @@ class Pipeline:
         clock: Clock | None = None,
         history: Sequence[Message] = (),
     ) -> Evidence:
-        """Retrieve and rerank; a failing reformulation or reranker degrades, and says so.
+        """Retrieve, rerank and, with a ``sentence_budget``, narrow the kept passages to their best
+        sentences; a failing reformulation, reranker or sentence scorer degrades, and says so.
 
+        This is the evidence every answer path (streamed or not, free text or choice) reads, so the
+        narrowed hits are what the generator, the citation parser and the support gate all see.
         ``history`` (earlier chat turns) only shapes the search text; reranking judges the
         passages against the question itself.
         """
@@ -147,11 +156,31 @@ class Pipeline:
             kept = [dataclasses.replace(h, rank=n) for n, h in enumerate(candidates[: s.keep], start=1)]
             dropped = list(candidates[s.keep :])
             notes.append(f"reranker unavailable ({exc}); evidence is in retrieval order, not filtered")
+        kept = self._select(question, list(kept), clock, notes)
         stats = getattr(self.reranker, "last_stats", None)  # the LLM reranker's generator cost
         if stats is not None:
             usage["rerank_generator_calls"] = stats.generator_calls
             usage["rerank_cache_hits"] = stats.cache_hits
         return Evidence(kept=list(kept), dropped=list(dropped), usage=usage, notes=notes)
+
+    def _select(self, question: str, kept: list[Hit], clock: Clock, notes: list[str]) -> list[Hit]:
+        """The kept passages cut to their best sentences within ``sentence_budget`` (same chunk_id,
+        exact character spans, so citations still resolve); unchanged when the budget is unset.
+
+        Prompt reading dominates an answer's time on CPU, so fewer wordpieces answer sooner. A
+        failing relevance model (as when reranking fell back) leaves the passages whole, noted.
+        """
+        model, budget = self._sentences, self.settings.sentence_budget
+        if model is None or budget is None or not kept:
+            return kept
+        try:
+            selected: list[Hit] = clock.run(
+                "select", select_sentences, question, kept, model, budget, model.wordpieces
+            )
+        except ModelError as exc:
+            notes.append(f"sentence selection unavailable ({exc}); the generator read whole passages")
+            return kept
+        return selected
 
     def _reformulate(self, question: str) -> tuple[str, int]:
         s = self.settings
@@ -368,6 +397,19 @@ class Pipeline:
             if not found.kept:
                 found.notes.append("no passage cleared the evidence threshold; answered without sources")
         return choose_option(self.generator, question, options, found.kept, clock, found.usage, found.notes)
+
+
+def _sentence_model(reranker: Reranker, budget: int | None) -> SentenceModel | None:
+    """What scores sentences for ``budget``: the reranker's own relevance model, so selection loads no
+    second model. Refused at construction when the reranker has none, not on the first question."""
+    if budget is None:
+        return None
+    if not isinstance(reranker, SentenceModel):
+        raise ConfigError(
+            f"sentence_budget={budget} needs a reranker that scores sentences, and {reranker.name!r} does "
+            'not; use the trained reranker (rerank.backend = "trained") or leave sentence_budget unset'
+        )
+    return reranker
 
 
 def _add(clock: Clock, stage: str, seconds: float) -> None:

@@ -49,6 +49,10 @@ class RerankConfig(_Strict):
     # "relevance": evidence in the reranker's order; "retrieval": the reranker's scores only gate
     # the evidence (threshold) and the passages keep the retriever's order
     order: Literal["relevance", "retrieval"] = "relevance"
+    # None: whole passages go to the generator. An int: the generator gets only the best sentences
+    # of the kept passages, up to that many wordpieces (rag/rerank/sentences.py); the sentences are
+    # scored by the trained relevance model, so this needs backend = "trained".
+    sentence_budget: int | None = Field(default=None, ge=16, le=4096)
 
 
 class GeneratorConfig(_Strict):

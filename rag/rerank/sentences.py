@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -27,6 +27,17 @@ from rag.types import Chunk, Hit
 
 class SentenceScorer(Protocol):
     def logits(self, question: str, passages: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class SentenceModel(SentenceScorer, Protocol):
+    """What the pipeline selects sentences with: the scorer, and the tokenizer the budget counts in.
+
+    The trained reranker is one (``rag/rerank/trained.py``), so selection reuses the model that
+    already judged the passages instead of loading a second one.
+    """
+
+    def wordpieces(self, text: str) -> int: ...
 
 
 def narrowed(chunk: Chunk, start: int, end: int) -> Chunk:

@@ -204,6 +204,11 @@ class TrainedReranker:
             raise ModelError(f"the relevance model at {self.folder} produced non-finite scores; retrain it")
         return out
 
+    def wordpieces(self, text: str) -> int:
+        """Wordpieces in ``text`` by the model's own tokenizer, untruncated, special tokens excluded:
+        the unit of ``rerank.sentence_budget`` (rag/rerank/sentences.py)."""
+        return self._loaded[1].count([text])[0]
+
     def scores(
         self, question: str, passages: Sequence[str], ranks: Sequence[int] | None = None
     ) -> np.ndarray:

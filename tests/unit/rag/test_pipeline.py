@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
-from rag.errors import GeneratorError, GeneratorTimeout, QueryError
+from rag.errors import ConfigError, GeneratorError, GeneratorTimeout, ModelError, QueryError
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.rerank.identity import IdentityReranker
 from rag.types import Chunk, Generation, Hit, Message
@@ -287,3 +288,113 @@ def test_closing_a_stream_early_closes_the_generators_stream():
     assert closed == []
     stream.close()
     assert closed == [True]
+
+
+# -- sentence selection (rerank.sentence_budget) --------------------------------------------------
+# Two documents, each with one multi-sentence chunk that starts part-way into its document, so a
+# citation's start/end index the document text, not the chunk text.
+DOCS = {
+    "af": "Atrial fibrillation\n\nAtrial fibrillation is the commonest sustained arrhythmia. "
+    "The CHA2DS2-VASc score estimates stroke risk. Palpitations are a frequent symptom. "
+    "Men with a CHA2DS2-VASc score of 2 or more should receive oral anticoagulation.",
+    "cap": "Pneumonia\n\nPneumonia is common in winter. Amoxicillin is first line for low-severity "
+    "community-acquired pneumonia. A chest X-ray confirms the diagnosis.",
+}
+
+
+def doc_hit(doc: str, rank: int) -> Hit:
+    start = DOCS[doc].index("\n\n") + 2
+    text = DOCS[doc][start:]
+    chunk = Chunk(f"{doc}#0", doc, doc.upper(), ("S",), "open-medicine", f"https://doi.org/{doc}", "MIT",
+                  start, len(DOCS[doc]), text)  # fmt: skip
+    return Hit(chunk=chunk, score=1.0 / rank, rank=rank, retriever="hybrid")
+
+
+class DocRetriever:
+    name = "fake-docs"
+
+    def retrieve(self, query, k, filters=None):
+        return [doc_hit(d, n) for n, d in enumerate(DOCS, start=1)][:k]
+
+
+class SentenceReranker(KeywordReranker):
+    """A stand-in for the trained reranker: keyword relevance for passages and sentences alike,
+    words as wordpieces. Counts the sentence-scoring calls; can fail like a broken model file."""
+
+    name = "trained"
+
+    def __init__(self, *keywords: str, error: Exception | None = None) -> None:
+        super().__init__(keywords[0])
+        self.keywords, self.error = keywords, error
+        self.logit_calls: list[list[str]] = []
+
+    def logits(self, question, passages):
+        self.logit_calls.append(list(passages))
+        if self.error:
+            raise self.error
+        return np.array([sum(w in p for w in self.keywords) for p in passages], dtype=float)
+
+    def wordpieces(self, text):
+        return len(text.split())
+
+
+def sentence_pipeline(
+    reply: str, budget: int | None, **kw
+) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
+    gen, reranker = FakeGenerator(reply), SentenceReranker("CHA2DS2-VASc", "Amoxicillin", **kw)
+    settings = PipelineSettings(threshold=None, keep=3, sentence_budget=budget)
+    pipe = Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings)
+    return pipe, gen, reranker
+
+
+def final(pipe: Pipeline, question: str, streamed: bool):
+    if streamed:
+        return list(pipe.stream(question))[-1]
+    return pipe.answer(question)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_sentence_budget_gives_the_generator_only_the_best_sentences_as_exact_spans(streamed):
+    reply = "Use the CHA2DS2-VASc score [1]. Amoxicillin is first line [2]."
+    # best sentence of each passage: 6 + 8 words; no other sentence fits in 16 more
+    pipe, gen, reranker = sentence_pipeline(reply, budget=16)
+    answer = final(pipe, "Which score, and which antibiotic?", streamed)
+    assert answer.mode == "rag" and "select" in answer.timings and reranker.logit_calls
+    prompt = gen.calls[0][1].content
+    assert "The CHA2DS2-VASc score estimates stroke risk." in prompt
+    assert "Amoxicillin is first line for low-severity community-acquired pneumonia." in prompt
+    for left_out in ("commonest sustained", "Palpitations", "Men with", "winter", "X-ray"):
+        assert left_out not in prompt
+    assert [(c.marker, c.chunk_id, c.quote) for c in answer.citations] == [
+        (1, "af#0", "The CHA2DS2-VASc score estimates stroke risk."),
+        (2, "cap#0", "Amoxicillin is first line for low-severity community-acquired pneumonia."),
+    ]
+    for c in answer.citations:
+        assert DOCS[c.doc_id][c.start : c.end] == c.quote
+    assert [h.chunk.text for h in answer.evidence] == [c.quote for c in answer.citations]
+    assert not any("sentence" in n for n in answer.notes)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_without_a_sentence_budget_the_generator_reads_whole_passages(streamed):
+    pipe, gen, reranker = sentence_pipeline("Use the CHA2DS2-VASc score [1].", budget=None)
+    answer = final(pipe, "Which score?", streamed)
+    assert reranker.logit_calls == [] and "select" not in answer.timings
+    prompt = gen.calls[0][1].content
+    assert "Palpitations are a frequent symptom." in prompt and "A chest X-ray" in prompt
+    assert [h.chunk for h in answer.evidence] == [doc_hit("af", 1).chunk, doc_hit("cap", 2).chunk]
+    citation = answer.citations[0]
+    assert citation.quote == doc_hit("af", 1).chunk.text == DOCS["af"][citation.start : citation.end]
+
+
+def test_a_failing_sentence_scorer_leaves_the_passages_whole_and_says_so():
+    pipe, gen, _ = sentence_pipeline("Use the CHA2DS2-VASc score [1].", 16, error=ModelError("overlay gone"))
+    answer = pipe.answer("Which score?")
+    assert answer.mode == "rag" and "Palpitations" in gen.calls[0][1].content
+    assert any("sentence selection unavailable" in n and "overlay gone" in n for n in answer.notes)
+
+
+def test_a_sentence_budget_without_a_sentence_scoring_reranker_is_a_config_error():
+    with pytest.raises(ConfigError, match=r'rerank\.backend = "trained"'):
+        pipeline(FakeGenerator("x"), sentence_budget=64)
+    pipeline(FakeGenerator("x"), sentence_budget=None)  # the identity reranker is fine without one

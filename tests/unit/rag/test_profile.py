@@ -61,3 +61,35 @@ def test_the_support_policy_defaults_to_drop_and_reaches_the_pipeline(tmp_path, 
         assert assembled.pipeline.verifier is None  # a BM25-only index: the gate labels sentences unverified
     finally:
         assembled.close()
+
+
+def test_the_sentence_budget_is_off_by_default_and_reaches_the_pipeline(tmp_path, bm25_paths):
+    from rag.assemble import assemble
+    from tests.helpers import LetterModel
+
+    assert load_profile().rerank.sentence_budget is None
+    too_small = tmp_path / "small.toml"
+    too_small.write_text("[rerank]\nsentence_budget = 8\n")
+    with pytest.raises(ConfigError, match=r"rerank\.sentence_budget"):
+        load_profile(too_small)
+    for budget, line in ((96, "sentence_budget = 96\n"), (None, "")):
+        mine = tmp_path / "mine.toml"
+        mine.write_text(f'[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "trained"\n{line}')
+        assembled = assemble(load_profile(mine), bm25_paths, generator=LetterModel())
+        try:
+            assert assembled.pipeline.settings.sentence_budget == budget
+        finally:
+            assembled.close()
+
+
+@pytest.mark.parametrize("backend", ["none", "llm"])
+def test_a_sentence_budget_without_the_trained_reranker_is_refused_at_assembly(tmp_path, bm25_paths, backend):
+    from rag.assemble import assemble
+    from tests.helpers import LetterModel
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text(f'[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "{backend}"\nsentence_budget = 96\n')
+    profile = load_profile(mine)  # a valid profile: the combination is what assembly refuses
+    fix = r'set rerank\.backend = "trained" or remove rerank\.sentence_budget'
+    with pytest.raises(ConfigError, match=fix):
+        assemble(profile, bm25_paths, generator=LetterModel())

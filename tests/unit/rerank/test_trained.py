@@ -71,3 +71,19 @@ def test_a_question_longer_than_the_model_input_is_cut_not_refused() -> None:
     hits = [_hit(1, "Sepsis", "qSOFA criteria: respiratory rate of 22/min or greater."), _hit(2, "t", "x")]
     ranked = TrainedReranker().rerank(long_question, hits)
     assert len(ranked) == 2 and all(0.0 <= h.score <= 1.0 for h in ranked)
+
+
+def test_it_selects_sentences_counting_wordpieces_with_its_own_tokenizer() -> None:
+    from rag.rerank.sentences import SentenceModel, select_sentences
+
+    reranker = TrainedReranker()
+    assert isinstance(reranker, SentenceModel)  # what the pipeline's sentence_budget needs
+    tokenizer = reranker._loaded[1]
+    sentence = "qSOFA counts a respiratory rate of 22/min or more."
+    assert reranker.wordpieces(sentence) == tokenizer.count([sentence])[0] > len(sentence.split())
+    text = ("Marfan syndrome is inherited in an autosomal dominant pattern. " + sentence
+            + " Lens dislocation is common in Marfan syndrome.")  # fmt: skip
+    selected = select_sentences("What does qSOFA count?", [_hit(1, "Guideline", text)], reranker,
+                                reranker.wordpieces(sentence), reranker.wordpieces)  # fmt: skip
+    assert [h.chunk.text for h in selected] == [sentence]
+    assert text[selected[0].chunk.start : selected[0].chunk.end] == sentence
