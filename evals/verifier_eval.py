@@ -114,6 +114,53 @@ def _verifier_report(pairs: Sequence[SupportPair], support: np.ndarray) -> dict[
             "test": summarise([pairs[i] for i in test], support[test], dev_threshold)}  # fmt: skip
 
 
+PAIRED = ("roc_auc", "precision_at_threshold", "recall_at_threshold")
+
+
+def paired_by_question(
+    qids: Sequence[str], labels: Sequence[int], a: np.ndarray, b: np.ndarray, t_a: float, t_b: float,
+    *, resamples: int = 2000, seed: int = 13,
+) -> dict[str, Any]:  # fmt: skip
+    """B minus A in ROC-AUC, precision and recall (each at its own threshold), with 95% intervals.
+
+    Pairs of one question share a claim and a passage, so they are not independent: the bootstrap
+    resamples questions with replacement (a cluster bootstrap), every pair of a drawn question
+    coming along, both verifiers' scores kept together.
+    """
+    y = np.asarray(labels, dtype=np.int64)
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(qids):
+        groups.setdefault(q, []).append(i)
+    members = list(groups.values())
+
+    def stats(rows: np.ndarray) -> np.ndarray:
+        pa, pb = precision_recall(a[rows], y[rows], t_a), precision_recall(b[rows], y[rows], t_b)
+        return np.array([roc_auc(b[rows], y[rows]) - roc_auc(a[rows], y[rows]),
+                         pb["precision"] - pa["precision"], pb["recall"] - pa["recall"]])  # fmt: skip
+
+    rng = np.random.default_rng(seed)
+    draws = np.array([stats(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))]))
+                      for _ in range(resamples)])  # fmt: skip
+    point = stats(np.arange(len(y)))
+    out: dict[str, Any] = {"questions": len(members), "pairs": len(y), "resamples": resamples}
+    for k, name in enumerate(PAIRED):
+        low, high = np.nanquantile(draws[:, k], [0.025, 0.975])
+        out[name] = {"difference": float(point[k]), "ci95": [float(low), float(high)]}
+    return out
+
+
+def _paired(rows: Sequence[dict[str, Any]], report: dict[str, Any]) -> dict[str, Any]:
+    """The trained model against the heuristic on the test pairs, at their dev thresholds."""
+    test = [r for r in rows if r["split"] == "test"]
+    key = "dev_threshold_for_recall_0.80"
+    return paired_by_question(
+        [r["qid"] for r in test], [r["label"] for r in test],
+        np.array([r["heuristic"] for r in test]), np.array([r["support"] for r in test]),
+        report["heuristic"][key], report["trained"][key],
+    )  # fmt: skip
+
+
 def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int,
         model: Path | None) -> dict[str, Any]:  # fmt: skip
     from indexes.embedder import SentenceTransformerEmbedder
@@ -161,12 +208,31 @@ def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: 
                f" --dev-questions {dev_questions} --model {model or 'none'}")  # fmt: skip
     report["environment"] = {"python": platform.python_version(), "machine": platform.machine(),
                              "command": command}  # fmt: skip
+    scored = enumerate(zip(pairs, heuristic, strict=True))
+    rows = [_row(pair, score, judged.get(i)) for i, (pair, score) in scored]
+    if trained is not None:
+        report["paired_test"] = _paired(rows, report)
     out.mkdir(parents=True, exist_ok=True)
     with (out / "scores.jsonl").open("w", encoding="utf-8") as fh:
-        for i, (pair, score) in enumerate(zip(pairs, heuristic, strict=True)):
-            fh.write(json.dumps(_row(pair, score, judged.get(i))) + "\n")
+        fh.writelines(json.dumps(row) + "\n" for row in rows)
+    _write(out, report)
+    return report
+
+
+def _write(out: Path, report: dict[str, Any]) -> None:
     (out / "report.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     (out / "report.md").write_text(markdown(report), encoding="utf-8")
+
+
+def add_paired(out: Path) -> dict[str, Any]:
+    """Add the paired comparison to a finished run's report from its ``scores.jsonl`` (no rescoring)."""
+    report = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    if "trained" not in report:
+        raise ValueError(f"{out}/report.json has no trained-model scores to compare; rerun with --model")
+    with (out / "scores.jsonl").open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    report["paired_test"] = _paired(rows, report)
+    _write(out, report)
     return report
 
 
@@ -195,6 +261,14 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {name} | {t['pairs']} | {t['roc_auc']:.3f} | {_pr(t['at_profile_threshold'])} | "
                      f"{_pr(t['at_dev_threshold'])} (t={entry['dev_threshold_for_recall_0.80']:.3f}) | "
                      f"{t['precision_at_recall_0.80']['precision']:.3f} |")  # fmt: skip
+    paired = report.get("paired_test")
+    if paired:
+        diffs = [f"{k.replace('_', ' ')} {paired[k]['difference']:+.3f} "
+                 f"({paired[k]['ci95'][0]:+.3f}..{paired[k]['ci95'][1]:+.3f})" for k in PAIRED]  # fmt: skip
+        n, questions = paired["resamples"], paired["questions"]
+        lines += ["", "Trained model minus heuristic on the test pairs, each at its dev threshold (95% "
+                  f"intervals, {n} bootstrap resamples of the {questions} questions): "
+                  + ", ".join(diffs) + ".", ""]  # fmt: skip
     sample = report.get("with_judge_sample")
     if sample:
         for name in ("heuristic", "with_judge", "judge_alone"):
@@ -249,7 +323,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--model", default=None, help="support model folder (default: the shipped one; none: heuristic only)"
     )
+    parser.add_argument(
+        "--paired-only", action="store_true", help="add the paired comparison to --out's report, no rescoring"
+    )
     args = parser.parse_args(argv)
+    if args.paired_only:
+        print(markdown(add_paired(args.out)))
+        return 0
     model = _model_arg(args.model)
     report = run(Paths.from_env(), args.out, judge_pairs=args.judge_pairs, seed=args.seed,
                  dev_questions=args.dev_questions, model=model)  # fmt: skip

@@ -40,3 +40,19 @@ def test_markdown_has_a_row_per_verifier_and_a_column_per_kind() -> None:
     text = markdown(report)
     assert "| heuristic | 7 |" in text and "| trained model | 7 |" in text
     assert "| negation | 1 |" in text and "trained model (dev t)" in text
+
+
+def test_the_paired_comparison_resamples_questions_and_keeps_the_point_difference() -> None:
+    from evals.verifier_eval import paired_by_question
+
+    qids = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    labels = [1, 0, 1, 0, 1, 0, 1, 0]
+    a = np.array([0.9, 0.8, 0.7, 0.9, 0.6, 0.1, 0.8, 0.2])  # accepts two negatives at 0.5
+    b = np.array([0.9, 0.1, 0.7, 0.2, 0.6, 0.1, 0.8, 0.6])  # accepts one
+    out = paired_by_question(qids, labels, a, b, 0.5, 0.5, resamples=200, seed=1)
+    assert out["questions"] == 4 and out["pairs"] == 8
+    assert out["precision_at_threshold"]["difference"] == 4 / 5 - 4 / 6
+    assert out["recall_at_threshold"]["difference"] == 0.0
+    low, high = out["precision_at_threshold"]["ci95"]
+    assert low <= 4 / 5 - 4 / 6 <= high and high - low > 0
+    assert out["recall_at_threshold"]["ci95"] == [0.0, 0.0]  # both accept every positive in any resample
