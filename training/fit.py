@@ -242,6 +242,15 @@ def train(
     return state
 
 
+def save_float16(model: RelevanceModel, path: Path) -> None:
+    """The trained tensors as float16 safetensors: what a shipped model stores (half the size)."""
+    torch = require("torch", package="torch", extra="dense")
+    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+    params = dict(model.named_parameters())
+    tensors = {n: params[n].detach().to(torch.float16).contiguous() for n in model.trained_names()}
+    safetensors.save_file(tensors, str(path))
+
+
 def _save_trained(model: RelevanceModel, path: Path) -> None:
     safetensors = require("safetensors.torch", package="safetensors", extra="dense")
     params = dict(model.named_parameters())

