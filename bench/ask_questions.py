@@ -1,9 +1,11 @@
 """Ten real clinical questions through the full chain on the default index, with timings.
 
 Writes the answers, their citations, how many cited sentences the verifier marked supported,
-which questions abstained, and latency split into retrieve / rerank / generate / verify.
+which questions abstained, the prompt size, and latency split into retrieve / rerank / select /
+generate / verify.
 
     python bench/ask_questions.py --profile default --out docs/results/ask_10_questions.json
+    python bench/ask_questions.py --sentence-budget 160 --out docs/results/ask_10_questions_sentences.json
 """
 
 from __future__ import annotations
@@ -37,11 +39,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=Path("docs/results/ask_10_questions.json"))
+    parser.add_argument(
+        "--sentence-budget", type=int, default=None, help="override the profile's [rerank] sentence_budget"
+    )
     args = parser.parse_args()
 
     paths = Paths.from_env()
+    profile = load_profile(args.profile)
+    if args.sentence_budget is not None:
+        rerank = profile.rerank.model_copy(update={"sentence_budget": args.sentence_budget})
+        profile = profile.model_validate({**profile.model_dump(), "rerank": rerank.model_dump()})  # validated
     t0 = time.perf_counter()
-    assembled = assemble(load_profile(args.profile), paths)
+    assembled = assemble(profile, paths)
     load_seconds = time.perf_counter() - t0
     records = []
     for question in QUESTIONS:
@@ -54,7 +63,7 @@ def main() -> None:
         supported = sum(1 for s in answer.sentences if s.supported)
         print(f"[{answer.mode:>9}] {total:6.1f}s  {supported}/{len(answer.sentences)} supported  {question}")
         print(f"            {answer.text[:200]}")
-    stages = ("retrieve", "rerank", "generate", "verify")
+    stages = ("retrieve", "rerank", "select", "generate", "verify")  # select: with rerank.sentence_budget
     answered = [r for r in records if r["mode"] == "rag"]
     summary = {
         "questions": len(records),
@@ -68,6 +77,10 @@ def main() -> None:
             for stage in stages
         },
         "median_total_seconds": round(statistics.median(r["total_seconds"] for r in records), 2),
+        # what sentence selection shrinks: the prompt of the questions that reached the generator
+        "median_prompt_tokens": statistics.median(
+            [r["usage"]["prompt_tokens"] for r in records if r["usage"].get("prompt_tokens")] or [0]
+        ),
         "pipeline_load_seconds": round(load_seconds, 2),
     }
     print(json.dumps(summary, indent=2))
