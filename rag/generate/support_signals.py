@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from indexes.text import indexed_text, tokenize
-from rag.generate.sentences import sentence_spans
+from rag.generate.sentences import marker_free, sentence_spans
 from rag.types import Chunk
 
 _MARKDOWN = re.compile(r"\*\*|__|`|\||^#{1,6}\s*|^>\s*", re.MULTILINE)
@@ -104,3 +104,50 @@ def _canonical(number: str) -> str:
     whole, _, fraction = number.partition(".")
     whole, fraction = whole.lstrip("0") or "0", fraction.rstrip("0")
     return f"{whole}.{fraction}" if fraction else whole
+
+
+# A list answer's lead-in: "Symptoms of X include", "X is characterized by", ... (never a negation).
+_LEAD_IN = re.compile(
+    r"^(?:the\s+)?(?:(?:main|common|typical|frequent|clinical)\s+)?"
+    r"(?:signs\s+and\s+symptoms|symptoms\s+and\s+signs|symptoms|signs|features|phenotypes|manifestations)"
+    r"(?:\s+of\s+[^:;,]+?)?\s+(?:include|includes|are|may\s+include|can\s+include)\s*:?\s+"
+    r"|^[^:;,]+?\s+(?:is|are)\s+characteri[sz]ed\s+by\s+",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|absent|absence|lack|lacks)\b|n't", re.I)
+_ITEM_SEPARATOR = re.compile(r"\s*[;,]\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,;]*$)", re.IGNORECASE)
+
+
+def _item_key(text: str) -> str:
+    return " ".join(text.casefold().strip(" .:;,").split())
+
+
+def listed_in_passage(claim: str, chunk: Chunk) -> bool:
+    """Whether ``claim`` is a list whose every item is a whole entry of the passage's own list.
+
+    A list answer ("Gait disturbance; Chorea", "Symptoms of X include A, B and C") often spans
+    more of a phenotype list than one window of the support model holds, so the model cannot
+    see all of it at once; when each item is, word for word, one line or sentence of the cited
+    passage, the passage states every item. Deliberately narrow: at least two items, no digit in
+    any item (a dose or a count is never accepted this way: the items could come from different
+    rows), no negation, only a plain lead-in, and items match whole entries (adjacent items may
+    join, for entries with a comma such as "Intellectual disability, severe"), never substrings.
+    """
+    text = plain(marker_free(claim))
+    body = _LEAD_IN.sub("", text, count=1)
+    if _NUMBER.search(body) or _NEGATION.search(text):
+        return False
+    items = [i for i in _ITEM_SEPARATOR.split(body) if _item_key(i)]
+    if len(items) < 2:
+        return False
+    entries = {_item_key(chunk.text[s:e]) for s, e in sentence_spans(chunk.text)}
+    entries |= {_item_key(line) for line in chunk.text.splitlines()}
+    at = 0
+    while at < len(items):  # greedy: the longest run of items that is one entry
+        for end in range(len(items), at, -1):
+            if _item_key(", ".join(items[at:end])) in entries:
+                at = end
+                break
+        else:
+            return False
+    return True

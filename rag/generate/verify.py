@@ -37,6 +37,11 @@ sees a negation, a swapped entity or a flipped direction that the heuristic's ba
 sentence embedding miss; the number check stays, as a rule a model should not be trusted to
 learn. The heuristic signals are still computed and reported beside it.
 
+Either way, a list whose every item is, word for word, an entry of the cited passage's own list
+(no digits, no negation, a plain lead-in: ``support_signals.listed_in_passage``) has support 1:
+phenotype-list answers span more entries than one window of the support model holds, and on the
+answerable questions of the abstention benchmark the model alone rejected most of them.
+
 A sentence's support is the best over the passages it cites (one supporting source is enough);
 a sentence without markers has support 0 and is not supported (uncited). A citation's support
 is the mean over the sentences that cite it: a passage cited for three claims that supports one
@@ -56,7 +61,13 @@ import numpy as np
 from indexes.text import indexed_text
 from rag.errors import ConfigError, GeneratorError
 from rag.generate.citations import ParsedAnswer, ParsedSentence
-from rag.generate.support_signals import lexical_coverage, numbers_agree, passage_units, plain
+from rag.generate.support_signals import (
+    lexical_coverage,
+    listed_in_passage,
+    numbers_agree,
+    passage_units,
+    plain,
+)
 from rag.protocols import Embedder, Generator
 from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
 
@@ -87,6 +98,7 @@ class PairSupport:
     judge: float | None
     support: float
     model: float | None = None  # P(supported) from the trained support model, when one is used
+    listed: bool = False  # a list whose every item is an entry of the passage's list: support 1
 
     @property
     def heuristic(self) -> float:
@@ -183,8 +195,11 @@ class SupportVerifier:
                 judged, judge_alive = self._judge(claim, chunk)
                 if judged is not None:
                     support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
+            listed = listed_in_passage(claim, chunk)
+            if listed:
+                support = 1.0
             support *= 1.0 if numbers_ok else NUMBER_PENALTY
-            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model))
+            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed))
         return out
 
     def _model_probabilities(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray | None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from rag.errors import ConfigError, GeneratorTimeout
 from rag.generate.citations import parse_answer
 from rag.generate.support_signals import (
     lexical_coverage,
+    listed_in_passage,
     numbers_agree,
     passage_units,
     plain,
@@ -274,3 +276,39 @@ def test_score_sentences_gives_each_sentences_support_per_cited_passage():
     assert by_marker[2] == pytest.approx((first[2] + second[2]) / 2)  # the mean over citing sentences
     with pytest.raises(ValueError, match="outside the 1 sources"):
         verifier.score_sentences(parsed.sentences, sources[:1])
+
+
+HPO = "Gait disturbance\nAbnormality of movement\nIntellectual disability, severe\nChorea"
+
+
+@pytest.mark.parametrize(
+    ("claim", "listed"),
+    [
+        ("Gait disturbance; Abnormality of movement.", True),
+        ("Symptoms of BHC include gait disturbance, abnormal movement and chorea.", False),  # paraphrase
+        ("Symptoms of chorea include gait disturbance, abnormality of movement and chorea.", True),
+        ("Benign hereditary chorea is characterized by chorea and gait disturbance [1].", True),
+        ("Intellectual disability, severe; Chorea", True),  # an entry with a comma, items joined back
+        ("Gait disturbance; Seizures", False),  # an item the passage does not list
+        ("Gait; Chorea", False),  # part of an entry is not an entry
+        ("Symptoms do not include gait disturbance, chorea", False),  # a negation
+        ("Gait disturbance", False),  # one item: not a list, the model decides
+        ("Chorea, 2 times daily; gait disturbance", False),  # a digit in an item: never accepted this way
+        ("Symptoms of 22q11.2 duplication include chorea and gait disturbance.", True),  # in the name only
+    ],
+)
+def test_a_list_is_listed_only_when_every_item_is_a_whole_entry_of_the_passage(claim, listed):
+    assert listed_in_passage(claim, chunk(HPO, section=("Phenotypes",))) is listed
+
+
+def test_a_listed_claim_has_full_support_whatever_the_model_says():
+    class Doubtful:
+        threshold = 0.4
+
+        def probabilities(self, pairs):
+            return np.full(len(pairs), 0.1)
+
+    verifier = SupportVerifier(HashEmbedder(), model=Doubtful())  # type: ignore[arg-type]
+    listed, single = verifier.score_pairs([("Gait disturbance; Chorea", chunk(HPO)), ("Chorea.", chunk(HPO))])
+    assert (listed.listed, listed.support) == (True, 1.0)
+    assert (single.listed, single.support) == (False, pytest.approx(0.1))
