@@ -67,6 +67,7 @@ from rag.generate.support_signals import (
     numbers_agree,
     passage_units,
     plain,
+    quoted_from_passage,
 )
 from rag.protocols import Embedder, Generator
 from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
@@ -98,7 +99,7 @@ class PairSupport:
     judge: float | None
     support: float
     model: float | None = None  # P(supported) from the trained support model, when one is used
-    listed: bool = False  # a list whose every item is an entry of the passage's list: support 1
+    listed: bool = False  # a quoted entry, or a list of the passage's entries: support 1
 
     @property
     def heuristic(self) -> float:
@@ -195,7 +196,7 @@ class SupportVerifier:
                 judged, judge_alive = self._judge(claim, chunk)
                 if judged is not None:
                     support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
-            listed = listed_in_passage(claim, chunk)
+            listed = quoted_from_passage(claim, chunk) or listed_in_passage(claim, chunk)
             if listed:
                 support = 1.0
             support *= 1.0 if numbers_ok else NUMBER_PENALTY

@@ -16,6 +16,7 @@ from rag.generate.support_signals import (
     passage_units,
     plain,
     quantities,
+    quoted_from_passage,
 )
 from rag.generate.verify import SupportVerifier
 from rag.types import Chunk, Hit
@@ -312,3 +313,16 @@ def test_a_listed_claim_has_full_support_whatever_the_model_says():
     listed, single = verifier.score_pairs([("Gait disturbance; Chorea", chunk(HPO)), ("Chorea.", chunk(HPO))])
     assert (listed.listed, listed.support) == (True, 1.0)
     assert (single.listed, single.support) == (False, pytest.approx(0.1))
+
+
+@pytest.mark.parametrize(
+    ("claim", "quoted"),
+    [
+        ("Systolic Blood Pressure: ≤ 100 mmHg. [1]", True),  # a whole list line, marks and markup aside
+        ("Systolic Blood Pressure: ≤ 90 mmHg.", False),  # a changed number is no quotation
+        ("Respiratory rate ≥ 22/min", False),  # part of a line
+        ("Apixaban standard dose is 5 mg BID.", False),  # not in this passage
+    ],
+)
+def test_a_quotation_of_a_whole_passage_entry_is_supported(claim, quoted):
+    assert quoted_from_passage(claim, chunk(QSOFA)) is quoted
