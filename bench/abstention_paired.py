@@ -1,0 +1,66 @@
+"""Two conditions of an abstention run, paired on the same questions: who answered what.
+
+    python -m bench.abstention_paired data/runs/abstention-default \
+        --out docs/results/eval/abstention-default/paired.json
+
+For each pair of conditions in the run's ``records.jsonl``: on the answerable questions, how
+many each answered, how many only one of them answered, and the exact McNemar p; on the
+unanswerable ones, the same for abstaining.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from evals.stats import mcnemar_exact
+
+
+def _modes(run: Path) -> dict[str, dict[str, tuple[bool, str]]]:
+    """condition -> qid -> (answerable, mode)."""
+    out: dict[str, dict[str, tuple[bool, str]]] = {}
+    with (run / "records.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            extra = row["extra"] if isinstance(row["extra"], dict) else ast.literal_eval(row["extra"])
+            out.setdefault(row["condition"], {})[row["qid"]] = (bool(extra["answerable"]), extra["mode"])
+    return out
+
+
+def paired(run: Path) -> list[dict[str, Any]]:
+    modes = _modes(run)
+    rows = []
+    for a, b in itertools.combinations(sorted(modes), 2):
+        shared = sorted(set(modes[a]) & set(modes[b]))
+        entry: dict[str, Any] = {"a": a, "b": b, "questions": len(shared)}
+        for half, answerable, wanted in (("answerable", True, "rag"), ("unanswerable", False, "abstained")):
+            qids = [q for q in shared if modes[a][q][0] is answerable]
+            hit_a = {q for q in qids if modes[a][q][1] == wanted}
+            hit_b = {q for q in qids if modes[b][q][1] == wanted}
+            only_a, only_b = len(hit_a - hit_b), len(hit_b - hit_a)
+            entry[half] = {"outcome": wanted, "n": len(qids), "a": len(hit_a), "b": len(hit_b),
+                           "only_a": only_a, "only_b": only_b,
+                           "mcnemar_p": mcnemar_exact(only_a, only_b)}  # fmt: skip
+        rows.append(entry)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    result = paired(args.run)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
