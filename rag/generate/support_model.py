@@ -35,7 +35,7 @@ import numpy as np
 from rag.errors import ConfigError, ModelError, require
 from rag.generate.sentences import sentence_spans
 from rag.generate.support_signals import lexical_coverage
-from rag.rerank.trained import read_model_manifest
+from rag.rerank.trained import read_model_manifest, score_encoded
 from rag.types import Chunk
 
 if TYPE_CHECKING:
@@ -150,17 +150,9 @@ class TrainedSupport:
             raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
         if not claims:
             return np.zeros(0, dtype=np.float64)
-        torch = require("torch", package="torch", extra="dense")
-        from rag.rerank.trained import padded
-
         model, tokenizer = self._loaded
         encoded = [tokenizer.encode(c, [p])[0] for c, p in zip(claims, passages, strict=True)]
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-        out = np.zeros(len(encoded), dtype=np.float64)
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                out[rows] = model(*padded([encoded[i] for i in rows])).double().numpy()
+        out = score_encoded(model, encoded, self.batch_size)
         if not np.isfinite(out).all():
             raise ModelError(f"the support model at {self.folder} produced non-finite scores; retrain it")
         return out

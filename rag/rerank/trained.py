@@ -47,6 +47,19 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def score_encoded(model: Any, encoded: Sequence[tuple[list[int], list[int]]], batch_size: int) -> np.ndarray:
+    """``model``'s logit for each encoded pair (float64, input order), in length-sorted batches
+    (less padding)."""
+    torch = require("torch", package="torch", extra="dense")
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    out = np.zeros(len(encoded), dtype=np.float64)
+    with torch.inference_mode():
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            out[rows] = model(*padded([encoded[i] for i in rows])).double().numpy()
+    return out
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The model manifest, checked for the fields loading needs."""
     required = ("format", "base_sha256", "overlay_sha256", "trainable_from", "max_length", "calibration")
@@ -199,15 +212,8 @@ class TrainedReranker:
         """The model's raw relevance logits (float64, input order)."""
         if not passages:
             return np.zeros(0, dtype=np.float64)
-        torch = require("torch", package="torch", extra="dense")
         model, tokenizer = self._loaded
-        encoded = tokenizer.encode(question, passages)
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))  # less padding
-        out = np.zeros(len(encoded), dtype=np.float64)
-        with torch.inference_mode():
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
-                out[rows] = model(*padded([encoded[i] for i in rows])).double().numpy()
+        out = score_encoded(model, tokenizer.encode(question, passages), self.batch_size)
         if not np.isfinite(out).all():
             raise ModelError(f"the relevance model at {self.folder} produced non-finite scores; retrain it")
         return out
