@@ -35,6 +35,7 @@ import numpy as np
 from rag.errors import ConfigError, ModelError, require
 from rag.generate.sentences import sentence_spans
 from rag.generate.support_signals import lexical_coverage
+from rag.rerank.evidence import heading
 from rag.rerank.trained import read_model_manifest, score_encoded
 from rag.types import Chunk
 
@@ -183,7 +184,3 @@ class TrainedSupport:
         p = calibrated(np.where(finite, best, 0.0), lexical, self.manifest["calibration"])
         return np.where(finite, p, 0.0)
 
-
-def heading(chunk: Chunk) -> str:
-    """Title and section path, as the rerankers read them (``rag.rerank.evidence.passage_text``)."""
-    return " > ".join(part for part in (chunk.title, *chunk.section) if part)

@@ -29,6 +29,11 @@ from rag.protocols import Reranker
 from rag.types import Chunk, Hit
 
 
+def heading(chunk: Chunk) -> str:
+    """Title and section path ("Guide > Dosing"): what the relevance and support models read first."""
+    return " > ".join((chunk.title, *chunk.section)) if chunk.title else " > ".join(chunk.section)
+
+
 def passage_text(chunk: Chunk, max_chars: int | None = None) -> str:
     """The text a reranker judges: title and section give context the body often omits."""
     body = chunk.text
@@ -36,8 +41,8 @@ def passage_text(chunk: Chunk, max_chars: int | None = None) -> str:
         # Cut at a word boundary so the model never sees half a word (or half a dose).
         cut = body.rfind(" ", 0, max_chars)
         body = body[: cut if cut > max_chars // 2 else max_chars].rstrip() + " …"
-    heading = " > ".join((chunk.title, *chunk.section)) if chunk.title else " > ".join(chunk.section)
-    return f"{heading}\n{body}" if heading else body
+    head = heading(chunk)
+    return f"{head}\n{body}" if head else body
 
 
 def sort_and_renumber(hits: Sequence[Hit], scores: Sequence[float], label: str | None = None) -> list[Hit]:

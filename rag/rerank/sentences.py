@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from rag.generate.sentences import sentence_spans
+from rag.rerank.evidence import heading
 from rag.types import Chunk, Hit
 
 
@@ -77,8 +78,8 @@ def select_sentences(
     texts = []
     for n, s, e in units:
         chunk = hits[n].chunk
-        heading = " > ".join((chunk.title, *chunk.section)) if chunk.title else " > ".join(chunk.section)
-        texts.append(f"{heading}\n{chunk.text[s:e]}" if heading else chunk.text[s:e])
+        head = heading(chunk)
+        texts.append(f"{head}\n{chunk.text[s:e]}" if head else chunk.text[s:e])
     scores = np.asarray(scorer.logits(question, texts), dtype=np.float64)
     sizes = [count(hits[n].chunk.text[s:e]) for n, s, e in units]
     chosen: set[int] = set()

@@ -110,9 +110,17 @@ def test_the_shipped_model_tells_a_supported_claim_from_its_negation_and_another
     assert p[0] > 0.5 > max(p[1], p[2])
 
 
-def test_a_changed_adapter_is_refused(tmp_path) -> None:
+def shipped_copy(tmp_path, **manifest_changes):
+    """The shipped model copied into ``tmp_path``, its manifest with ``manifest_changes``."""
     folder = tmp_path / "support"
     shutil.copytree(SHIPPED_SUPPORT_MODEL, folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, **manifest_changes}))
+    return folder
+
+
+def test_a_changed_adapter_is_refused(tmp_path) -> None:
+    folder = shipped_copy(tmp_path)
     data = bytearray((folder / "adapter.safetensors").read_bytes())
     data[-1] ^= 0xFF
     (folder / "adapter.safetensors").write_bytes(bytes(data))
@@ -121,21 +129,14 @@ def test_a_changed_adapter_is_refused(tmp_path) -> None:
 
 
 def test_a_support_model_over_another_relevance_model_is_refused(tmp_path) -> None:
-    folder = tmp_path / "support"
-    shutil.copytree(SHIPPED_SUPPORT_MODEL, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["relevance_overlay_sha256"] = "0" * 64
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    folder = shipped_copy(tmp_path, relevance_overlay_sha256="0" * 64)
     with pytest.raises(ModelError, match="another relevance model"):
         TrainedSupport(folder).probabilities([("claim", chunk("passage"))])
 
 
 def test_a_manifest_calibrated_on_other_features_is_refused(tmp_path) -> None:
-    folder = tmp_path / "support"
-    shutil.copytree(SHIPPED_SUPPORT_MODEL, folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["calibration"] = {"features": ["best_window_logit"], "weight": 1.0, "bias": 0.0}
-    (folder / "manifest.json").write_text(json.dumps(manifest))
+    old = {"features": ["best_window_logit"], "weight": 1.0, "bias": 0.0}
+    folder = shipped_copy(tmp_path, calibration=old)
     with pytest.raises(ModelError, match="calibrates on"):
         TrainedSupport(folder)
 
