@@ -14,7 +14,8 @@ the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's
   or section path.
 - ``numbers_ok``: every number of the sentence (decimals, percentages, both ends of ranges like
   80-99%) occurs in the passage, as digits or a number word, with the same unit where both give
-  one. The embedder barely sees a changed threshold (qSOFA RR >= 22 vs >= 30: cosine 0.935 vs
+  one, and near a word it stands next to in the sentence (``numbers_in_context``: "aspirin,
+  200 mg" is not supported by a passage whose only 200 is "200 patients"). The embedder barely sees a changed threshold (qSOFA RR >= 22 vs >= 30: cosine 0.935 vs
   0.932), and a wrong number is the most dangerous error in a medical answer.
 
 ``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok
@@ -40,7 +41,9 @@ learn. The heuristic signals are still computed and reported beside it.
 Either way, a list whose every item is, word for word, an entry of the cited passage's own list
 (no digits, no negation, a plain lead-in: ``support_signals.listed_in_passage``) has support 1:
 phenotype-list answers span more entries than one window of the support model holds, and on the
-answerable questions of the abstention benchmark the model alone rejected most of them.
+answerable questions of the abstention benchmark the model alone rejected most of them. A list
+sentence citing several passages is supported when the passages give its items between them,
+each at least one (``listed_in_passages``): a phenotype list is often cut into two chunks.
 
 A sentence's support is the best over the passages it cites (one supporting source is enough);
 a sentence without markers has support 0 and is not supported (uncited). A citation's support
@@ -64,6 +67,7 @@ from rag.generate.citations import ParsedAnswer, ParsedSentence
 from rag.generate.support_signals import (
     lexical_coverage,
     listed_in_passage,
+    listed_in_passages,
     numbers_agree,
     passage_units,
     plain,
@@ -162,6 +166,10 @@ class SupportVerifier:
         out = []
         for s in sentences:
             by_marker = {k: by_pair[(s.claim, k)] for k in s.markers}
+            if len(by_marker) > 1 and max(by_marker.values()) < self.threshold and listed_in_passages(
+                s.claim, [sources[k - 1].chunk for k in by_marker]
+            ):  # a list whose items its cited passages give between them: each of them supports it
+                by_marker = dict.fromkeys(by_marker, 1.0)
             support = max(by_marker.values(), default=0.0)
             supported = bool(s.markers) and support >= self.threshold
             out.append((SentenceSupport(s.claim, s.markers, support, supported), by_marker))

@@ -12,6 +12,7 @@ from rag.generate.citations import parse_answer
 from rag.generate.support_signals import (
     lexical_coverage,
     listed_in_passage,
+    listed_in_passages,
     numbers_agree,
     passage_units,
     plain,
@@ -79,6 +80,11 @@ class FakeJudge:
         ("age 80 years", "Age >= 80", True),  # the passage gives no unit: presence is enough
         ("CHA2DS2-VASc and HbA1c", "no numbers here", True),  # digits inside names are no numbers
         ("no numbers at all", "", True),
+        # each number must stand near a word it stands next to in the claim, not anywhere:
+        ("aspirin, 200 mg daily", "aspirin 100 mg daily in 200 patients", False),
+        ("aspirin, 200 mg daily", "We gave 200 mg of aspirin", True),
+        ("approved for stage 2 disease", "approved for stage 1; 2 trials ongoing", False),
+        ("IL-2RA and 10058-F4 block it", "IL-2RA and 10058-F4 inhibit it", True),  # names are words
     ],
 )
 def test_numbers_agree(claim, passage, ok):
@@ -313,6 +319,43 @@ def test_a_listed_claim_has_full_support_whatever_the_model_says():
     listed, single = verifier.score_pairs([("Gait disturbance; Chorea", chunk(HPO)), ("Chorea.", chunk(HPO))])
     assert (listed.listed, listed.support) == (True, 1.0)
     assert (single.listed, single.support) == (False, pytest.approx(0.1))
+
+
+HPO_MORE = "Hypotonia\nSeizure"
+
+
+@pytest.mark.parametrize(
+    ("claim", "listed"),
+    [
+        ("Symptoms include chorea, gait disturbance, hypotonia and seizure.", True),  # both give items
+        ("Symptoms include chorea and gait disturbance.", False),  # the second passage gives none
+        ("Symptoms include chorea, hypotonia and ataxia.", False),  # an item neither lists
+    ],
+)
+def test_a_list_may_take_its_items_from_all_the_passages_it_cites(claim, listed):
+    chunks = [chunk(HPO, n=1), chunk(HPO_MORE, n=2)]
+    assert listed_in_passages(claim, chunks) is listed
+    assert not listed_in_passage(claim, chunks[0]) or not listed  # neither alone holds a split list
+
+
+def test_a_list_split_over_two_cited_passages_is_supported_by_both():
+    class Doubtful:
+        threshold = 0.4
+
+        def probabilities(self, pairs):
+            return np.full(len(pairs), 0.1)
+
+    sources = [hit(chunk(HPO, n=1), 1), hit(chunk(HPO_MORE, n=2), 2)]
+    parsed = parse_answer("Symptoms include chorea, gait disturbance, hypotonia and seizure [1][2].", sources)
+    verifier = SupportVerifier(HashEmbedder(), model=Doubtful())  # type: ignore[arg-type]
+    [(sentence, by_marker)] = verifier.score_sentences(parsed.sentences, sources)
+    assert sentence.supported and by_marker == {1: 1.0, 2: 1.0}
+    parsed = parse_answer("Symptoms include chorea and gait disturbance [1][2].", sources)
+    [(sentence, _)] = verifier.score_sentences(parsed.sentences, sources)
+    assert sentence.support == pytest.approx(1.0)  # listed in [1] alone: its own rule
+    parsed = parse_answer("Symptoms include chorea and ataxia [1][2].", sources)
+    [(sentence, _)] = verifier.score_sentences(parsed.sentences, sources)
+    assert not sentence.supported
 
 
 @pytest.mark.parametrize(
