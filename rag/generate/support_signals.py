@@ -182,10 +182,12 @@ _LEAD_IN = re.compile(
     r"^(?:the\s+)?(?:(?:main|common|typical|frequent|clinical)\s+)?"
     r"(?:signs\s+and\s+symptoms|symptoms\s+and\s+signs|symptoms|signs|features|phenotypes|manifestations)"
     r"(?:\s+of\s+[^:;,]+?)?\s+(?:include|includes|are|may\s+include|can\s+include)\s*:?\s+"
-    r"|^[^:;,]+?\s+(?:is|are)\s+characteri[sz]ed\s+by\s+",
+    r"|^[^:;,]+?\s+(?:is|are)\s+characteri[sz]ed\s+by\s+"
+    r"|^[^:;,]+?\s+(?:signs\s+and\s+)?symptoms\s+(?:may\s+|can\s+)?include\s*:?\s+"
+    r"|^[^:;,]+?\s+(?:can|may)\s+cause\s+(?:symptoms\s+such\s+as\s+|symptoms\s+including\s+)?",
     re.IGNORECASE,
 )
-_NEGATION = re.compile(r"\b(?:not|no|never|none|neither|nor|without|absent|absence|lack|lacks)\b|n't", re.I)
+_NEGATION = re.compile(r"\b(?:not|cannot|no|never|none|neither|nor|without|absent|absence|lack|lacks)\b|n't", re.I)
 _ITEM_SEPARATOR = re.compile(r"\s*[;,]\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,;]*$)", re.IGNORECASE)
 
 
