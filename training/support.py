@@ -33,7 +33,7 @@ Steps: pairs -> bottom layers cached (``training.fit.cache_bottom``) -> adapters
 (``training.fit.train``, checkpointed; a finished run is not cached again) -> calibration on
 dev (a logistic regression of the label on the best window's logit and the lexical coverage,
 ``rag.generate.support_model.calibrated``) -> the threshold: the highest support, as the
-verifier computes it (number factor included), that keeps 0.80 of the supported dev pairs ->
+verifier computes it (number and name checks included), that keeps 0.80 of the supported dev pairs ->
 ``model/adapter.safetensors`` (float16) and ``model/manifest.json``. Copy ``model`` to
 ``rag/generate/weights/support-minilm`` to ship it.
 """
@@ -240,7 +240,7 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
         calibrated,
         passage_windows,
     )
-    from rag.generate.support_signals import lexical_coverage, numbers_agree
+    from rag.generate.support_signals import lexical_coverage, names_agree, numbers_agree
     from rag.generate.verify import NUMBER_PENALTY
     from rag.rerank.minilm import SupportModel
     from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance, read_manifest, sha256_of
@@ -291,8 +291,9 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
     calibration = {"features": list(FEATURES), "weights": [float(w) for w in weights], "bias": float(bias)}
     probabilities = calibrated(logits, lexical, calibration)
     texts = [indexed_text(p.passage.title, p.passage.section, p.passage.text) for p in dev_pairs]
-    numbers_ok = np.array([numbers_agree(p.claim, text) for p, text in zip(dev_pairs, texts, strict=True)])
-    support = probabilities * np.where(numbers_ok, 1.0, NUMBER_PENALTY)  # as the verifier computes it
+    checks_ok = np.array([numbers_agree(p.claim, text) and names_agree(p.claim, text)
+                          for p, text in zip(dev_pairs, texts, strict=True)])  # fmt: skip
+    support = probabilities * np.where(checks_ok, 1.0, NUMBER_PENALTY)  # as the verifier computes it
     threshold = threshold_for_recall(support, dev_labels, TARGET_RECALL)
     kinds = np.array([p.kind for p in dev_pairs])
     metrics: dict[str, Any] = {
@@ -316,8 +317,8 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
         "window_tokens": config.window_tokens, "max_length": fit_config.max_length,
         "calibration": calibration,
         "threshold": threshold,  # not rounded: rounding up would drop the dev pair it was chosen at
-        "threshold_why": f"the highest support (P(supported) x number factor) keeping {TARGET_RECALL} of "
-                         "the supported dev pairs "
+        "threshold_why": "the highest support (P(supported) x number and name checks) keeping "
+                         f"{TARGET_RECALL} of the supported dev pairs "
                          f"(dev precision {metrics['dev_at_threshold']['precision']:.3f})",
         "data": {name: sha256_of(paths.source_data / name)
                  for name in DATA_FILES if (paths.source_data / name).is_file()},

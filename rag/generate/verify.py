@@ -15,12 +15,17 @@ the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's
 - ``numbers_ok``: every number of the sentence (decimals, percentages, both ends of ranges like
   80-99%) occurs in the passage, as digits or a number word, with the same unit where both give
   one, and near a word it stands next to in the sentence (``numbers_in_context``: "aspirin,
-  200 mg" is not supported by a passage whose only 200 is "200 patients"). The embedder barely sees a changed threshold (qSOFA RR >= 22 vs >= 30: cosine 0.935 vs
-  0.932), and a wrong number is the most dangerous error in a medical answer.
+  200 mg" is not supported by a passage whose only 200 is "200 patients"). The embedder barely
+  sees a changed threshold (qSOFA RR >= 22 vs >= 30: cosine 0.935 vs 0.932), and a wrong number
+  is the most dangerous error in a medical answer.
+- ``names_ok``: every name of the sentence (a capitalised word after the first, or one mixing
+  letters and digits: Anakinra, BRD4, CHA2DS2-VASc) occurs in the passage (``names_agree``): a
+  drug or gene its passage never mentions is as wrong as a changed number.
 
-``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok
-else 0.3)``: a wrong number caps support at 0.3, under the default threshold of 0.5, whatever
-else agrees. With a judge, ``support = (0.5 * heuristic + 0.5 * p_yes) * number factor``, where
+``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok and
+names_ok else 0.3)``: a wrong number or a missing name caps support at 0.3, under the default
+threshold of 0.5, whatever else agrees. With a judge, ``support = (0.5 * heuristic + 0.5 *
+p_yes) * number factor``, where
 ``p_yes = P(yes) / (P(yes) + P(no))`` for the first token of the judge's reply; a judge that gives
 neither word any probability, or fails (logged, then not asked again in that call), leaves the
 heuristic alone. Pairs that fail the number check are not sent to the judge (cannot pass anyway).
@@ -68,6 +73,7 @@ from rag.generate.support_signals import (
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
+    names_agree,
     numbers_agree,
     passage_units,
     plain,
@@ -104,12 +110,18 @@ class PairSupport:
     support: float
     model: float | None = None  # P(supported) from the trained support model, when one is used
     listed: bool = False  # a quoted entry, or a list of the passage's entries: support 1
+    names_ok: bool = True  # every name of the claim is in the passage
+
+    @property
+    def checks_ok(self) -> bool:
+        """Whether the number and name checks both pass (else support is capped by the penalty)."""
+        return self.numbers_ok and self.names_ok
 
     @property
     def heuristic(self) -> float:
         """The heuristic support (number factor applied), whatever ``support`` was made from."""
         blend = SEMANTIC_WEIGHT * self.semantic + LEXICAL_WEIGHT * self.lexical
-        return blend * (1.0 if self.numbers_ok else NUMBER_PENALTY)
+        return blend * (1.0 if self.checks_ok else NUMBER_PENALTY)
 
 
 class SupportVerifier:
@@ -194,21 +206,24 @@ class SupportVerifier:
             cosine = float(np.max(vectors[unit_rows] @ vectors[row[plain(claim)]])) if unit_rows else 0.0
             semantic = min(1.0, max(0.0, (cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             lexical = lexical_coverage(claim, chunk)
-            numbers_ok = numbers_agree(claim, indexed_text(chunk.title, chunk.section, chunk.text))
+            text = indexed_text(chunk.title, chunk.section, chunk.text)
+            numbers_ok, names_ok = numbers_agree(claim, text), names_agree(claim, text)
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
             model = None if modelled is None else float(modelled[i])
             if model is not None:
                 support = model
             judged = None
-            if judge_alive and numbers_ok:  # a wrong number stays penalised: no judge call needed
+            if judge_alive and numbers_ok and names_ok:  # a failed check stays penalised: no judge call
                 judged, judge_alive = self._judge(claim, chunk)
                 if judged is not None:
                     support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
             listed = quoted_from_passage(claim, chunk) or listed_in_passage(claim, chunk)
             if listed:
                 support = 1.0
-            support *= 1.0 if numbers_ok else NUMBER_PENALTY
-            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed))
+            support *= 1.0 if numbers_ok and names_ok else NUMBER_PENALTY
+            out.append(
+                PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed, names_ok)
+            )
         return out
 
     def _model_probabilities(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray | None:

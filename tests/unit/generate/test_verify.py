@@ -13,13 +13,14 @@ from rag.generate.support_signals import (
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
+    names_agree,
     numbers_agree,
     passage_units,
     plain,
     quantities,
     quoted_from_passage,
 )
-from rag.generate.verify import SupportVerifier
+from rag.generate.verify import NUMBER_PENALTY, SupportVerifier
 from rag.types import Chunk, Hit
 from tests.helpers import HashEmbedder
 
@@ -89,6 +90,32 @@ class FakeJudge:
 )
 def test_numbers_agree(claim, passage, ok):
     assert numbers_agree(claim, passage) is ok
+
+
+@pytest.mark.parametrize(
+    "claim,passage,ok",
+    [
+        ("It is treated with Anakinra [1].", "anakinra is an IL-1 receptor antagonist", True),
+        ("It is treated with Tocilizumab.", "anakinra is an IL-1 receptor antagonist", False),
+        ("BRD4 binds acetylated histones", "BRD4 binds histones", True),  # the first word is not checked
+        ("It binds BRD2", "BRD4 binds histones", False),  # letters and digits: a name
+        ("The CHA₂DS₂-VASc score", "CHA2DS2 VASc: 2 points", True),  # Unicode forms, hyphens, spaces
+        ("Give it IV or BID", "intravenously, twice daily", True),  # short abbreviations are not checked
+        ("Acute Kidney Injury stages", "acute kidney injury (AKI) stages", True),  # case aside
+        ("Mutations in PALB2s", "PALB2 mutations", True),  # a plural s
+    ],
+)
+def test_names_agree(claim, passage, ok):
+    assert names_agree(claim, passage) is ok
+
+
+def test_a_missing_name_caps_support_like_a_wrong_number():
+    verifier = SupportVerifier(HashEmbedder())
+    text = "Anakinra is an IL-1 receptor antagonist used in rheumatoid arthritis."
+    swapped = text.replace("Anakinra", "The drug Rilonacept")
+    right, wrong = verifier.score_pairs([(text, chunk(text)), (swapped, chunk(text))])
+    assert right.checks_ok and not wrong.names_ok and wrong.numbers_ok
+    assert wrong.support <= NUMBER_PENALTY < verifier.threshold
 
 
 def test_quantities_canonicalise_numbers_and_units():
@@ -302,6 +329,9 @@ HPO = "Gait disturbance\nAbnormality of movement\nIntellectual disability, sever
         ("Gait disturbance", False),  # one item: not a list, the model decides
         ("Chorea, 2 times daily; gait disturbance", False),  # a digit in an item: never accepted this way
         ("Symptoms of 22q11.2 duplication include chorea and gait disturbance.", True),  # in the name only
+        ("Benign hereditary chorea symptoms include chorea and gait disturbance.", True),
+        ("Benign hereditary chorea can cause symptoms such as chorea and gait disturbance.", True),
+        ("Benign hereditary chorea cannot cause chorea and gait disturbance.", False),
     ],
 )
 def test_a_list_is_listed_only_when_every_item_is_a_whole_entry_of_the_passage(claim, listed):
