@@ -242,16 +242,22 @@ def _entries(chunk: Chunk) -> set[str]:
     return entries | {_item_key(line) for line in chunk.text.splitlines()}
 
 
+_EMPTY_ANSWERS = frozenset({"none", "unknown", "other", "others", "yes", "no", "n/a"})
+
+
 def quoted_from_passage(claim: str, chunk: Chunk) -> bool:
     """Whether ``claim`` is, word for word, one whole sentence or line of the passage.
 
     A quotation says exactly what its source says, numbers included, so it is supported
     whatever a model makes of it (the support model scored the qSOFA line "Systolic Blood
-    Pressure: <= 100 mmHg" 0.36 against the guideline that holds it). Whole entries only: a
-    quoted fragment could drop a "not" or a condition that the entry states.
+    Pressure: <= 100 mmHg" 0.36 against the guideline that holds it, and "Pruritus." 0.27
+    against the phenotype list whose line it is). Whole entries only: a quoted fragment could
+    drop a "not" or a condition that the entry states; a one-word entry counts when it is a
+    content word of four letters or more (not "Yes." or "None.").
     """
     key = _item_key(marker_free(claim))
-    return bool(key) and len(key.split()) >= 2 and key in _entries(chunk)
+    one_word = len(key.split()) == 1 and (len(key) < 4 or key in STOPWORDS or key in _EMPTY_ANSWERS)
+    return bool(key) and not one_word and key in _entries(chunk)
 
 
 def listed_in_passage(claim: str, chunk: Chunk) -> bool:
@@ -262,8 +268,10 @@ def listed_in_passage(claim: str, chunk: Chunk) -> bool:
     see all of it at once; when each item is, word for word, one line or sentence of the cited
     passage, the passage states every item. Deliberately narrow: at least two items, no digit in
     any item (a dose or a count is never accepted this way: the items could come from different
-    rows), no negation, only a plain lead-in, and items match whole entries (adjacent items may
-    join, for entries with a comma such as "Intellectual disability, severe"), never substrings.
+    rows), only a plain lead-in without a negation (an item may hold one: "Absent fingernail" is
+    an entry as written), and items match whole entries (adjacent items may join, for entries
+    with a comma or an "and" such as "Intellectual disability, severe" and "Nausea and
+    vomiting"), never substrings.
     """
     return listed_in_passages(claim, [chunk])
 
@@ -279,7 +287,8 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
     """
     text = plain(marker_free(claim))
     body = _LEAD_IN.sub("", text, count=1)
-    if not chunks or _NUMBER.search(body) or _NEGATION.search(text):
+    lead_in = text[: len(text) - len(body)]
+    if not chunks or _NUMBER.search(body) or _NEGATION.search(lead_in):  # in an item: must be an entry
         return False
     items = [i for i in _ITEM_SEPARATOR.split(body) if _item_key(i)]
     if len(items) < 2:
@@ -289,8 +298,8 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
     at = 0
     while at < len(items):  # greedy: the longest run of items that is one entry of a passage
         for end in range(len(items), at, -1):
-            key = _item_key(", ".join(items[at:end]))
-            holders = [n for n, have in enumerate(entries) if key in have]
+            keys = {_item_key(", ".join(items[at:end])), _item_key(" and ".join(items[at:end]))}
+            holders = [n for n, have in enumerate(entries) if keys & have]
             if holders:
                 used.update(holders)
                 at = end

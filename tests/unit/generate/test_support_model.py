@@ -97,6 +97,9 @@ def test_shipped_support_model_is_small_safetensors_with_a_manifest() -> None:
     manifest = json.loads((SHIPPED_SUPPORT_MODEL / "manifest.json").read_text())
     assert manifest["command"].startswith("medcite models train-support")
     assert 0.0 < manifest["threshold"] < 1.0 and manifest["data"] and manifest["metrics"]["dev_roc_auc"] > 0.8
+    # a claim failing the number or name check is capped at NUMBER_PENALTY (times P <= 1): with a
+    # threshold at or under the cap, a wrong dose the model liked would be presented
+    assert manifest["threshold"] > NUMBER_PENALTY
 
 
 def test_the_shipped_model_tells_a_supported_claim_from_its_negation_and_another_topic() -> None:

@@ -312,7 +312,10 @@ def test_score_sentences_gives_each_sentences_support_per_cited_passage():
         verifier.score_sentences(parsed.sentences, sources[:1])
 
 
-HPO = "Gait disturbance\nAbnormality of movement\nIntellectual disability, severe\nChorea"
+HPO = (
+    "Gait disturbance\nAbnormality of movement\nIntellectual disability, severe\nChorea\n"
+    "Absent fingernail\nNausea and vomiting"
+)
 
 
 @pytest.mark.parametrize(
@@ -326,6 +329,9 @@ HPO = "Gait disturbance\nAbnormality of movement\nIntellectual disability, sever
         ("Gait disturbance; Seizures", False),  # an item the passage does not list
         ("Gait; Chorea", False),  # part of an entry is not an entry
         ("Symptoms do not include gait disturbance, chorea", False),  # a negation
+        ("Symptoms include absent fingernail and chorea", True),  # a negation inside an entry
+        ("Symptoms include absent chorea and gait disturbance", False),  # ... not inside another
+        ("Chorea, nausea and vomiting", True),  # an entry with an "and", items joined back
         ("Gait disturbance", False),  # one item: not a list, the model decides
         ("Chorea, 2 times daily; gait disturbance", False),  # a digit in an item: never accepted this way
         ("Symptoms of 22q11.2 duplication include chorea and gait disturbance.", True),  # in the name only
@@ -346,7 +352,8 @@ def test_a_listed_claim_has_full_support_whatever_the_model_says():
             return np.full(len(pairs), 0.1)
 
     verifier = SupportVerifier(HashEmbedder(), model=Doubtful())  # type: ignore[arg-type]
-    listed, single = verifier.score_pairs([("Gait disturbance; Chorea", chunk(HPO)), ("Chorea.", chunk(HPO))])
+    pairs = [("Gait disturbance; Chorea", chunk(HPO)), ("Chorea occurs.", chunk(HPO))]
+    listed, single = verifier.score_pairs(pairs)
     assert (listed.listed, listed.support) == (True, 1.0)
     assert (single.listed, single.support) == (False, pytest.approx(0.1))
 
@@ -399,3 +406,10 @@ def test_a_list_split_over_two_cited_passages_is_supported_by_both():
 )
 def test_a_quotation_of_a_whole_passage_entry_is_supported(claim, quoted):
     assert quoted_from_passage(claim, chunk(QSOFA)) is quoted
+
+
+def test_a_one_word_quotation_counts_only_for_a_content_word():
+    passage = chunk("Pruritus\nNone\nYes")
+    assert quoted_from_passage("Pruritus. [1]", passage)
+    assert not quoted_from_passage("None.", passage) and not quoted_from_passage("Yes", passage)
+    assert not quoted_from_passage("Pruritic.", passage)
