@@ -82,8 +82,9 @@ class FakeJudge:
         ("CHA2DS2-VASc and HbA1c", "no numbers here", True),  # digits inside names are no numbers
         ("no numbers at all", "", True),
         # each number must stand near a word it stands next to in the claim, not anywhere:
-        ("aspirin, 200 mg daily", "aspirin 100 mg daily in 200 patients", False),
+        ("aspirin, 200 mg", "aspirin 100 mg daily; 200 patients were enrolled", False),
         ("aspirin, 200 mg daily", "We gave 200 mg of aspirin", True),
+        ("OAC when the CHA2DS2-VASc score is 3 or higher", "CHA2DS2-VASc ≥ 3: OAC is recommended", True),
         ("approved for stage 2 disease", "approved for stage 1; 2 trials ongoing", False),
         ("IL-2RA and 10058-F4 block it", "IL-2RA and 10058-F4 inhibit it", True),  # names are words
     ],
