@@ -13,6 +13,8 @@ own citation precision/recall. Per item, every score in [0, 1]:
   Faithfulness and recall read the first ``CONTEXTS_MAX`` contexts, each cut to
   ``CONTEXT_MAX_CHARS``, so one prompt fits a 4k-token window.
 - ``citation_precision``, ``citation_recall``: see :func:`citation_precision`, :func:`citation_recall`.
+- ``reference_item_precision``: share of the presented answer's items found in the reference
+  answer (:func:`reference_item_precision`; no judge).
 
 These follow the definitions of ragas 0.4 (``ragas/metrics/_faithfulness.py`` and siblings), with
 our own short prompts: the ragas package itself would downgrade openai, rich and tenacity and pull
@@ -43,12 +45,14 @@ from tqdm import tqdm
 from evals.judge_cache import CachedJudge, JudgeCache
 from rag.errors import ConfigError, GeneratorError, GeneratorTimeout
 from rag.generate.sentences import marker_free, sentence_spans
+from rag.generate.support_signals import list_items
 from rag.protocols import Embedder, Generator
 from rag.types import Answer, Message
 
 JUDGE_METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 CITATION_METRICS = ("citation_precision", "citation_recall")
-KNOWN_METRICS = JUDGE_METRICS + CITATION_METRICS
+REFERENCE_METRICS = ("reference_item_precision",)
+KNOWN_METRICS = JUDGE_METRICS + CITATION_METRICS + REFERENCE_METRICS
 CONTEXT_MAX_CHARS = 1200  # per context: five passages and a statement stay inside a 4k-token window
 CONTEXTS_MAX = 5
 
@@ -173,6 +177,31 @@ def citation_recall(answer: Answer, threshold: float = 0.5) -> float:
     return sum(bool(s.markers) and s.support >= threshold for s in answer.sentences) / len(answer.sentences)
 
 
+def reference_item_precision(answer: Answer, reference: str | None) -> float:
+    """Share of the items the answer presents that its reference answer names, word for word.
+
+    ``|{i in I : key(i) in key(reference)}| / |I|``, I being the list items of every sentence
+    shown (``support_signals.list_items``: "Symptoms of X include A, B and C" gives A, B, C; a
+    sentence listing nothing is one item), key() case- and space-folded. Made for questions whose
+    reference is a list (MedQuAD's symptom answers: the HPO phenotypes of the disease): it asks
+    whether what medcite presents is in the reference, not whether the reference is covered, and
+    a paraphrased item counts as not found, so it is a lower bound on correctness.
+    """
+    _check_rag(answer)
+    if not reference or not reference.strip():
+        raise UndefinedMetric("no reference")
+    shown = [s.text for s in answer.sentences if s.status == "shown"]
+    items = [item for text in shown for item in list_items(text)]
+    if not items:
+        raise UndefinedMetric("no items shown")
+    have = _fold(reference)
+    return sum(_fold(item) in have for item in items) / len(items)
+
+
+def _fold(text: str) -> str:
+    return " " + " ".join(re.findall(r"\w+", text.casefold())) + " "
+
+
 def _check_rag(answer: Answer) -> None:
     if answer.mode != "rag":  # abstained, degraded and closed-book answers cite nothing by design
         raise UndefinedMetric(f"answer mode {answer.mode}")
@@ -274,11 +303,15 @@ def context_recall(item: AnswerItem, env: JudgeEnv) -> float:
     return attributed / len(sentences)
 
 
+def _chain(item: AnswerItem) -> Answer:
+    if item.chain_answer is None:
+        raise UndefinedMetric("no chain answer")
+    return item.chain_answer
+
+
 def _citation(fn: Callable[[Answer, float], float]) -> Callable[[AnswerItem, JudgeEnv], float]:
     def score(item: AnswerItem, env: JudgeEnv) -> float:
-        if item.chain_answer is None:
-            raise UndefinedMetric("no chain answer")
-        return fn(item.chain_answer, env.threshold)
+        return fn(_chain(item), env.threshold)
 
     return score
 
@@ -290,6 +323,7 @@ _METRICS: dict[str, Callable[[AnswerItem, JudgeEnv], float]] = {
     "context_recall": context_recall,
     "citation_precision": _citation(citation_precision),
     "citation_recall": _citation(citation_recall),
+    "reference_item_precision": lambda item, env: reference_item_precision(_chain(item), item.reference),
 }
 
 

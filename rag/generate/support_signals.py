@@ -313,3 +313,11 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
         else:
             return False
     return len(used) == len(chunks)
+
+
+def list_items(sentence: str) -> list[str]:
+    """The items a sentence lists after its lead-in, markers and Markdown removed ("Symptoms of
+    X include A, B and C [1]." -> ["A", "B", "C"]); a sentence that lists nothing is one item."""
+    body = _LEAD_IN.sub("", plain(marker_free(sentence)), count=1)
+    return [i.strip(" .:;,") for i in _ITEM_SEPARATOR.split(body) if _item_key(i)]
+

@@ -20,6 +20,7 @@ from evals.answer_quality import (
     citation_precision,
     citation_recall,
     evaluate_answers,
+    reference_item_precision,
 )
 from evals.judge_cache import JudgeCache, default_judge_cache_path
 from rag.config import Paths
@@ -167,6 +168,25 @@ def test_citation_precision_and_recall_follow_alce():
     ]:
         with pytest.raises(UndefinedMetric, match=reason):
             citation_precision(bad)
+
+
+def test_reference_item_precision_counts_the_shown_items_the_reference_names():
+    reference = "Signs and Symptoms: Pigmentary retinopathy 2/16 Hypotonia - Lactic acidosis - Seizures -"
+    sentences = (
+        SentenceSupport("Symptoms of X include hypotonia, lactic acidosis and ataxia [1].", (1,), 0.9, True),
+        SentenceSupport("Pigmentary retinopathy [1].", (1,), 0.9, True),
+        SentenceSupport("It is caused by a virus [2].", (2,), 0.1, False, status="removed"),  # not shown
+    )
+    answer = Answer("q", "...", "rag", sentences=sentences)
+    assert reference_item_precision(answer, reference) == 3 / 4  # ataxia is not in the reference
+    assert reference_item_precision(answer, reference.replace("Hypotonia", "Hypertonia")) == 2 / 4
+    for bad, ref, reason in [
+        (Answer("q", "...", "abstained"), reference, "answer mode abstained"),
+        (answer, None, "no reference"),
+        (Answer("q", "", "rag"), reference, "no items shown"),
+    ]:
+        with pytest.raises(UndefinedMetric, match=reason):
+            reference_item_precision(bad, ref)
 
 
 def test_a_rerun_makes_no_judge_call_and_gives_the_same_scores(tmp_path, monkeypatch):
