@@ -240,8 +240,8 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
         calibrated,
         passage_windows,
     )
-    from rag.generate.support_signals import lexical_coverage, names_agree, numbers_agree
-    from rag.generate.verify import NUMBER_PENALTY
+    from rag.generate.support_signals import checks_pass, lexical_coverage
+    from rag.generate.verify import CHECK_PENALTY
     from rag.rerank.minilm import SupportModel
     from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance, read_manifest, sha256_of
 
@@ -291,9 +291,8 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
     calibration = {"features": list(FEATURES), "weights": [float(w) for w in weights], "bias": float(bias)}
     probabilities = calibrated(logits, lexical, calibration)
     texts = [indexed_text(p.passage.title, p.passage.section, p.passage.text) for p in dev_pairs]
-    checks_ok = np.array([numbers_agree(p.claim, text) and names_agree(p.claim, text)
-                          for p, text in zip(dev_pairs, texts, strict=True)])  # fmt: skip
-    support = probabilities * np.where(checks_ok, 1.0, NUMBER_PENALTY)  # as the verifier computes it
+    checks_ok = np.array([checks_pass(p.claim, text) for p, text in zip(dev_pairs, texts, strict=True)])
+    support = probabilities * np.where(checks_ok, 1.0, CHECK_PENALTY)  # as the verifier computes it
     threshold = threshold_for_recall(support, dev_labels, TARGET_RECALL)
     kinds = np.array([p.kind for p in dev_pairs])
     metrics: dict[str, Any] = {

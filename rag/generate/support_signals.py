@@ -87,6 +87,12 @@ def quantities(text: str) -> set[tuple[str, str | None]]:
     return out
 
 
+def checks_pass(claim: str, passage: str) -> bool:
+    """The two rule checks a support score is capped by when either fails (``verify.CHECK_PENALTY``):
+    :func:`numbers_agree` and :func:`names_agree`."""
+    return numbers_agree(claim, passage) and names_agree(claim, passage)
+
+
 def numbers_agree(claim: str, passage: str) -> bool:
     """Whether every number of the claim occurs in the passage, with the same unit where both
     give one ("0.5 mg/dL" is not supported by a passage whose only 0.5 is "0.5 mL/kg/h"), and
@@ -291,12 +297,9 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
     alone; a cited passage that gives no item is not what the sentence rests on, so the rule
     does not apply.
     """
-    text = plain(marker_free(claim))
-    body = _LEAD_IN.sub("", text, count=1)
-    lead_in = text[: len(text) - len(body)]
-    if not chunks or _NUMBER.search(body) or _NEGATION.search(lead_in):  # in an item: must be an entry
-        return False
-    items = [i for i in _ITEM_SEPARATOR.split(body) if _item_key(i)]
+    lead_in, items = _split_list(claim)
+    if not chunks or any(_NUMBER.search(i) for i in items) or _NEGATION.search(lead_in):
+        return False  # a negation inside an item is fine: the item must be an entry as written
     if len(items) < 2:
         return False
     entries = [_entries(chunk) for chunk in chunks]
@@ -318,6 +321,12 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
 def list_items(sentence: str) -> list[str]:
     """The items a sentence lists after its lead-in, markers and Markdown removed ("Symptoms of
     X include A, B and C [1]." -> ["A", "B", "C"]); a sentence that lists nothing is one item."""
-    body = _LEAD_IN.sub("", plain(marker_free(sentence)), count=1)
-    return [i.strip(" .:;,") for i in _ITEM_SEPARATOR.split(body) if _item_key(i)]
+    return [i.strip(" .:;,") for i in _split_list(sentence)[1]]
+
+
+def _split_list(sentence: str) -> tuple[str, list[str]]:
+    """``(lead-in, items)`` of a sentence, markers and Markdown removed."""
+    text = plain(marker_free(sentence))
+    body = _LEAD_IN.sub("", text, count=1)
+    return text[: len(text) - len(body)], [i for i in _ITEM_SEPARATOR.split(body) if _item_key(i)]
 

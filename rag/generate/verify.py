@@ -25,10 +25,10 @@ the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's
 ``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok and
 names_ok else 0.3)``: a wrong number or a missing name caps support at 0.3, under the default
 threshold of 0.5, whatever else agrees. With a judge, ``support = (0.5 * heuristic + 0.5 *
-p_yes) * number factor``, where
+p_yes) * check factor``, where
 ``p_yes = P(yes) / (P(yes) + P(no))`` for the first token of the judge's reply; a judge that gives
 neither word any probability, or fails (logged, then not asked again in that call), leaves the
-heuristic alone. Pairs that fail the number check are not sent to the judge (cannot pass anyway).
+heuristic alone. Pairs that fail a check are not sent to the judge (cannot pass anyway).
 
 Calibration (56 hand-written pairs over real open-medicine passages, 20 of them held out while
 choosing the weights): supported pairs scored 0.56-1.00, number changes 0.12-0.30, other topics
@@ -37,14 +37,14 @@ AKI" 0.84, "tenecteplase is contraindicated before thrombectomy" 0.59): the heur
 read negation or scope; that is what the judge is for.
 
 With the trained support model (``verify.backend = "trained"``, ``rag.generate.support_model``),
-``support = P(supported) * number factor``, where P(supported) calibrates the model's logit
+``support = P(supported) * check factor``, where P(supported) calibrates the model's logit
 together with the lexical coverage above: the model reads claim and passage together, so it
 sees a negation, a swapped entity or a flipped direction that the heuristic's bag of words and
-sentence embedding miss; the number check stays, as a rule a model should not be trusted to
+sentence embedding miss; the number and name checks stay, as rules a model should not be trusted to
 learn. The heuristic signals are still computed and reported beside it.
 
 Either way, a list whose every item is, word for word, an entry of the cited passage's own list
-(no digits, no negation, a plain lead-in: ``support_signals.listed_in_passage``) has support 1:
+(no digits, a plain lead-in without a negation: ``support_signals.listed_in_passage``) has support 1:
 phenotype-list answers span more entries than one window of the support model holds, and on the
 answerable questions of the abstention benchmark the model alone rejected most of them. A list
 sentence citing several passages is supported when the passages give its items between them,
@@ -89,7 +89,7 @@ log = logging.getLogger(__name__)
 
 COS_FLOOR, COS_CEIL = 0.35, 0.80
 SEMANTIC_WEIGHT, LEXICAL_WEIGHT = 0.6, 0.4
-NUMBER_PENALTY = 0.3
+CHECK_PENALTY = 0.3  # support x this when a number or name check fails (support_signals.checks_pass)
 HEURISTIC_THRESHOLD = 0.5  # the heuristic's calibration (module docstring); a model brings its own
 JUDGE_WEIGHT = 0.5
 JUDGE_MAX_CHARS = 1500
@@ -119,9 +119,9 @@ class PairSupport:
 
     @property
     def heuristic(self) -> float:
-        """The heuristic support (number factor applied), whatever ``support`` was made from."""
+        """The heuristic support (check factor applied), whatever ``support`` was made from."""
         blend = SEMANTIC_WEIGHT * self.semantic + LEXICAL_WEIGHT * self.lexical
-        return blend * (1.0 if self.checks_ok else NUMBER_PENALTY)
+        return blend * (1.0 if self.checks_ok else CHECK_PENALTY)
 
 
 class SupportVerifier:
@@ -213,14 +213,14 @@ class SupportVerifier:
             if model is not None:
                 support = model
             judged = None
-            if judge_alive and numbers_ok and names_ok:  # a failed check stays penalised: no judge call
+            if judge_alive and numbers_ok and names_ok:  # a failed check stays capped: no judge call
                 judged, judge_alive = self._judge(claim, chunk)
                 if judged is not None:
                     support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
             listed = quoted_from_passage(claim, chunk) or listed_in_passage(claim, chunk)
             if listed:
                 support = 1.0
-            support *= 1.0 if numbers_ok and names_ok else NUMBER_PENALTY
+            support *= 1.0 if numbers_ok and names_ok else CHECK_PENALTY  # support_signals.checks_pass
             out.append(
                 PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed, names_ok)
             )

@@ -10,7 +10,7 @@ import pytest
 
 from rag.errors import ModelError
 from rag.generate.support_model import SHIPPED_SUPPORT_MODEL, TrainedSupport, calibrated, windows
-from rag.generate.verify import HEURISTIC_THRESHOLD, NUMBER_PENALTY, SupportVerifier
+from rag.generate.verify import CHECK_PENALTY, HEURISTIC_THRESHOLD, SupportVerifier
 from rag.types import Chunk
 from tests.helpers import HashEmbedder
 
@@ -74,7 +74,7 @@ def test_the_model_probability_is_the_support_and_a_wrong_number_still_caps_it()
     right, wrong = verifier.score_pairs([("Apixaban is **5 mg** twice daily.", passage),
                                          ("Apixaban is 10 mg twice daily.", passage)])  # fmt: skip
     assert right.support == pytest.approx(0.9) and right.model == pytest.approx(0.9)
-    assert wrong.support == pytest.approx(0.9 * NUMBER_PENALTY)
+    assert wrong.support == pytest.approx(0.9 * CHECK_PENALTY)
     assert 0.0 <= right.heuristic <= 1.0  # the heuristic is still reported beside it
     claim, seen = model.seen[0]
     assert claim == "Apixaban is 5 mg twice daily." and seen == passage  # markup gone, passage whole
@@ -97,9 +97,9 @@ def test_shipped_support_model_is_small_safetensors_with_a_manifest() -> None:
     manifest = json.loads((SHIPPED_SUPPORT_MODEL / "manifest.json").read_text())
     assert manifest["command"].startswith("medcite models train-support")
     assert 0.0 < manifest["threshold"] < 1.0 and manifest["data"] and manifest["metrics"]["dev_roc_auc"] > 0.8
-    # a claim failing the number or name check is capped at NUMBER_PENALTY (times P <= 1): with a
+    # a claim failing the number or name check is capped at CHECK_PENALTY (times P <= 1): with a
     # threshold at or under the cap, a wrong dose the model liked would be presented
-    assert manifest["threshold"] > NUMBER_PENALTY
+    assert manifest["threshold"] > CHECK_PENALTY
 
 
 def test_the_shipped_model_tells_a_supported_claim_from_its_negation_and_another_topic() -> None:

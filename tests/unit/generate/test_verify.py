@@ -20,7 +20,7 @@ from rag.generate.support_signals import (
     quantities,
     quoted_from_passage,
 )
-from rag.generate.verify import NUMBER_PENALTY, SupportVerifier
+from rag.generate.verify import CHECK_PENALTY, SupportVerifier
 from rag.types import Chunk, Hit
 from tests.helpers import HashEmbedder
 
@@ -116,7 +116,7 @@ def test_a_missing_name_caps_support_like_a_wrong_number():
     swapped = text.replace("Anakinra", "The drug Rilonacept")
     right, wrong = verifier.score_pairs([(text, chunk(text)), (swapped, chunk(text))])
     assert right.checks_ok and not wrong.names_ok and wrong.numbers_ok
-    assert wrong.support <= NUMBER_PENALTY < verifier.threshold
+    assert wrong.support <= CHECK_PENALTY < verifier.threshold
 
 
 def test_quantities_canonicalise_numbers_and_units():
