@@ -19,6 +19,7 @@ from evals.datasets.freetext import FreeTextItem, load_bioasq_ideal, load_pubmed
 from evals.datasets.liveqa import load_liveqa
 from evals.datasets.mirage import DATASETS as MIRAGE_DATASETS
 from evals.datasets.mirage import load_mirage
+from evals.datasets.near_miss import load_near_miss
 from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
 from evals.datasets.qrels import coverage, restrict
 from evals.datasets.sampling import sample
@@ -51,6 +52,8 @@ FREE_TEXT_LOADERS: dict[str, Callable[[Paths], list[FreeTextItem]]] = {
     "pubmedqa-long": lambda paths: load_pubmedqa_long(paths.source_data / "pubmedqa"),
     "abstention-default": lambda paths: load_abstention(paths, "test"),  # needs the default index built
     "abstention-default-dev": lambda paths: load_abstention(paths, "dev"),
+    "abstention-near-miss": lambda paths: load_near_miss(paths, "test"),
+    "abstention-near-miss-dev": lambda paths: load_near_miss(paths, "dev"),
 }
 
 

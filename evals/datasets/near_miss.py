@@ -1,0 +1,98 @@
+"""Unanswerable questions about things the default index does name (``abstention-near-miss``).
+
+The unanswerable half of ``abstention-default`` asks about drugs the index never mentions, so
+retrieval finds nothing about them and the evidence gate alone can abstain. The dangerous case is
+the one a user meets first: the index has a passage about the question's disease or drug, but not
+the answer (issue 14's pembrolizumab question retrieved the HPO "Melanoma" phenotype list and
+was answered with a dose). Every question here is a real MedQuAD question (NIH, CC BY 4.0) of
+that kind; none has its answer in the ``default`` index, by construction:
+
+- ``treatment``: GARD/GHR "What are the treatments for X?" where X is, normalised, the title of
+  an HPO disease reference in the index (a passage about X will be found), and X occurs in no
+  guideline chunk (every other source of the default index). HPO references list a disease's
+  clinical features, inheritance and onset, never its treatment, so no passage answers it.
+- ``drug``: MedlinePlus "What should I do if I forget a dose of D?" and "How should I keep D
+  stored and dispose of it?" about drugs whose whole name occurs in a guideline chunk (a passage
+  naming D will be found). Society-guideline summaries give indications and doses, not missed
+  dose or storage instructions, so no passage answers them.
+
+Half of each kind per part; the ``test`` and ``dev`` parts share no disease, drug or question
+(the pools are sorted, shuffled with the seed, and cut in two). Every item is unanswerable, so a
+run reports the abstention rate and what was presented when it did not abstain. Leakage: no
+MedQuAD treatment or drug question is a training pair of the relevance or support models (they
+train on BioASQ and MedQuAD question->answer pairs of documents the index does not hold).
+What "the answer is not in the index" rests on, checked on the built default index (2026-11-25):
+no HPO chunk contains "treat", "therapy", "dose" or "mg"; no guideline chunk mentions a missed
+or forgotten dose; "storage" occurs once (insulin education should cover storage, without
+saying how). It is a property of the two sources, not a judgement of each item.
+"""
+
+from __future__ import annotations
+
+import random
+
+from evals.datasets.abstention import INDEX, _medquad_rows
+from evals.datasets.bioasq import normalise
+from evals.datasets.freetext import FreeTextItem
+from rag.config import Paths
+from rag.errors import ConfigError
+
+NAME = "abstention-near-miss"
+DRUG_TYPES = ("forget a dose", "storage and disposal")
+
+
+def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guideline_text: str,
+                        per_part: int, seed: int, part: str = "test") -> list[FreeTextItem]:  # fmt: skip
+    """``per_part`` unanswerable items, half ``treatment`` and half ``drug``, interleaved.
+
+    ``hpo_titles``: normalised titles of the index's HPO disease references; ``guideline_text``:
+    the normalised title and text of every other chunk, joined by spaces. ``part="test"`` takes
+    the first half of each shuffled pool's share, ``part="dev"`` the next.
+    """
+    if part not in ("test", "dev"):
+        raise ValueError(f"part must be 'test' or 'dev', got {part!r}")
+    padded = f" {guideline_text} "
+    treatment: dict[str, dict[str, str]] = {}
+    drugs: dict[str, list[dict[str, str]]] = {}
+    for row in sorted(rows, key=lambda r: (r["source"], r["qid"])):
+        focus = normalise(row.get("focus", ""))
+        if not focus:
+            continue
+        named_by_guideline = f" {focus} " in padded
+        if row["source"] in ("GARD", "GHR") and row["qtype"] == "treatment":
+            if focus in hpo_titles and not named_by_guideline:
+                treatment.setdefault(focus, row)
+        elif row["source"] == "MPlusDrugs" and row["qtype"] in DRUG_TYPES and named_by_guideline:
+            drugs.setdefault(focus, []).append(row)
+    rng = random.Random(seed)
+    diseases, drug_names = sorted(treatment), sorted(drugs)
+    rng.shuffle(diseases)
+    rng.shuffle(drug_names)
+    half = per_part // 2
+    start = 0 if part == "test" else half
+    chosen_t = [treatment[d] for d in diseases[start : start + half]]
+    chosen_d = []
+    for n, drug in enumerate(drug_names[start : start + per_part - half]):
+        wanted = DRUG_TYPES[n % len(DRUG_TYPES)]
+        chosen_d.append(next((r for r in drugs[drug] if r["qtype"] == wanted), drugs[drug][0]))
+    mixed = [row for pair in zip(chosen_t, chosen_d, strict=False) for row in pair]
+    mixed += chosen_t[len(chosen_d) :] + chosen_d[len(chosen_t) :]
+    name = NAME if part == "test" else f"{NAME}-dev"
+    return [FreeTextItem(name, f"{r['source']}:{r['qid']}", " ".join(r["question"].split()), None,
+                         answerable=False) for r in mixed]  # fmt: skip
+
+
+def load_near_miss(paths: Paths, part: str = "test", per_part: int = 100, seed: int = 13) -> list[FreeTextItem]:
+    """One part (``test`` or ``dev``) of the near-miss unanswerable questions for the default index."""
+    from rag.indexing import open_index
+
+    if not (paths.indexes_dir / INDEX).exists():
+        raise ConfigError(f"{NAME} is defined against the {INDEX!r} index; build it: medcite index build")
+    index, _ = open_index(paths, INDEX, with_embedder=False)
+    try:
+        chunks = list(index.chunks)
+    finally:
+        index.close()
+    hpo_titles = {normalise(c.title) for c in chunks if c.source == "hpo"}
+    guideline_text = " ".join(normalise(f"{c.title} {c.text}") for c in chunks if c.source != "hpo")
+    return near_miss_questions(_medquad_rows(paths.source_data), hpo_titles, guideline_text, per_part, seed, part)
