@@ -4,8 +4,10 @@ One question goes through: optional reformulation -> retrieval (filters before r
 reranking with an evidence threshold -> optionally, only the best sentences of the kept passages
 (``sentence_budget``) -> generation from numbered sources -> citation parsing -> the support
 gate (each sentence verified against its cited passages, each cited passage checked to be
-about the question; ``rag/generate/gate.py``). When no passage clears the threshold, or no
-generated sentence passes the gate, the pipeline abstains instead of letting the model answer
+about the question; ``rag/generate/gate.py``). When no passage clears the threshold, when no
+kept passage is about the question (so no cited sentence could be shown; checked before
+generating, except under the ``flag`` policy), or no generated sentence passes the gate, the
+pipeline abstains instead of letting the model answer
 from memory; when generation fails it returns the evidence, labelled as degraded. Closed-book
 answers happen only on request and say so.
 """
@@ -252,6 +254,12 @@ class Pipeline:
             question, found.kept, self.verifier, self.settings.support_policy,
             abstain_token=prompts.abstain_token(),
         )  # fmt: skip
+        off_topic = gate.off_topic_everywhere() if self.settings.support_policy != "flag" else None
+        if off_topic:  # nothing the model could cite would be shown: do not generate
+            abstention = self._abstain(question, clock, found, off_topic)
+            yield abstention.text
+            yield abstention
+            return
         pieces = self._generate(prompts.rag_messages(question, found.kept), clock, stream_tokens)
         raw, sent = "", ""
         try:

@@ -47,6 +47,17 @@ CKD stage G3a" (the others say "GFR" or no stage), 2 of 6 ADA hits for "nonpregn
 of 6 ACR hits for "serum urate" (the others say "SU"). A correct sentence citing only such a
 passage is not shown; the answer then says why and lists the passages.
 
+4. *What is asked for* (``ASKED_FOR``): a question that asks for a treatment, a dose, what to do
+   about a missed dose, or how to store a drug needs a passage that speaks of that at all (a
+   treatment word, a dose or unit, a missed dose, storage). HPO phenotype lists name a disease
+   and never its treatment (no HPO chunk of the default index says "treat...", "dose" or "mg"),
+   so "What are the treatments for Best vitelliform macular dystrophy?" answered with that
+   disease's phenotype list, each line quoted faithfully and so "supported", is not shown. The
+   kinds are few on purpose: each has words a passage that answers cannot avoid; "symptoms" has
+   none (a phenotype list is the answer), so it is not a kind. Chosen on the near-miss dev
+   questions (``evals/datasets/near_miss.py``): before it, 9 of their first 26 (all treatment
+   questions about rare diseases) were answered with the disease's phenotype lines.
+
 Pure functions; nothing here loads a model.
 """
 
@@ -54,6 +65,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from indexes.text import indexed_text, tokenize
 from rag.types import Chunk
@@ -127,3 +139,54 @@ def missing_terms(terms: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
 def is_about(question: str, chunk: Chunk) -> bool:
     """Whether ``chunk`` contains every key term of ``question`` (True when there is none)."""
     return not missing_terms(key_terms(question), chunk)
+
+
+@dataclass(frozen=True)
+class AskedFor:
+    """A kind of answer a question asks for (``asks`` finds it in the question) that a passage must
+    speak of (``speaks_of`` finds it in the passage) to give; ``name`` is how a reason says it."""
+
+    name: str
+    asks: re.Pattern[str]
+    speaks_of: re.Pattern[str]
+
+
+def _words(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+_DOSE_WORD = r"dos(?:e|es|age|ages|ing|ed)"
+_MISSED = r"(?:miss(?:es|ed|ing)?|forg[eo]t(?:s|ten|ting)?|skip(?:s|ped|ping)?)"
+_STORED = r"stor(?:e|es|ed|ing|age)|dispos(?:e|al|ing)"
+ASKED_FOR: tuple[AskedFor, ...] = (
+    AskedFor(
+        "a treatment",
+        _words(r"\b(?:treat(?:s|ed|ing|ment|ments)?|therap(?:y|ies|eutic)|manag(?:e|ed|ing|ement)"
+               r"|regimens?|medications?|drugs?|prescri\w*|first-line)\b"),
+        _words(r"\b(?:treat\w*|therap\w*|manag(?:e|ed|ing|ement)|regimens?|medications?|prescri\w*"
+               rf"|recommend\w*|first-line|{_DOSE_WORD}|mg)\b"),
+    ),  # fmt: skip
+    AskedFor(
+        "a dose",
+        _words(rf"\b(?:{_DOSE_WORD}|how much)\b"),
+        _words(rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b|\d\s?(?:mg|g|mcg|µg)\b"),
+    ),  # fmt: skip
+    AskedFor(
+        "a missed dose",
+        _words(rf"\b{_MISSED}\b[^.?]{{0,20}}\bdoses?\b"),
+        _words(rf"\b{_MISSED}\b[^.]{{0,40}}\bdoses?\b|\bdoses?\b[^.]{{0,40}}\b(?:missed|forgotten|skipped)\b"),
+    ),  # fmt: skip
+    AskedFor("storage or disposal", _words(rf"\b(?:{_STORED})\b"),
+             _words(rf"\b(?:{_STORED}|refrigerat\w*|room temperature)\b")),  # fmt: skip
+)
+
+
+def asked_for(question: str) -> tuple[AskedFor, ...]:
+    """The kinds of answer ``question`` asks for that have words a passage must use (rule 4)."""
+    return tuple(kind for kind in ASKED_FOR if kind.asks.search(question))
+
+
+def unspoken(kinds: Sequence[AskedFor], chunk: Chunk) -> tuple[str, ...]:
+    """The names of the asked-for kinds that ``chunk`` (title, section path, text) never speaks of."""
+    text = indexed_text(chunk.title, chunk.section, chunk.text)
+    return tuple(kind.name for kind in kinds if not kind.speaks_of.search(text))

@@ -7,7 +7,8 @@ checked twice:
 
 - *supported*: it cites at least one passage and the verifier's support (best over its cited
   passages, ``rag.generate.verify``) reaches the verifier's threshold;
-- *on topic*: every passage it cites contains the question's key terms
+- *on topic*: every passage it cites contains the question's key terms and speaks of what the
+  question asks for, when that is a treatment, a dose, a missed dose or storage
   (``rag.generate.aboutness``).
 
 A sentence that passes both is shown as written. One that fails either is handled by the
@@ -45,7 +46,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.generate.aboutness import key_terms, missing_terms
+from rag.generate.aboutness import asked_for, key_terms, missing_terms, unspoken
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
 from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
 
@@ -98,6 +99,7 @@ class SupportGate:
         self.policy = policy
         self.abstain_token = abstain_token.upper()
         self.terms = key_terms(question)
+        self.kinds = asked_for(question)
         self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
         self._records: list[SentenceSupport] = []
         self._pieces: list[str] = []
@@ -211,9 +213,24 @@ class SupportGate:
                 reasons.append(f"cites [{k}] ({title}), which does not mention {', '.join(missing)}")
         return reasons
 
+    def off_topic_everywhere(self) -> str | None:
+        """Why no passage can be cited on topic, or None when one can: every source lacks a key
+        term or what the question asks for. Then every cited sentence would be left out under
+        ``drop`` and ``abstain``, so the pipeline abstains without generating."""
+        missing = [self._missing_for(k) for k in range(1, len(self.sources) + 1)]
+        if not missing or not all(missing):
+            return None
+        counts: dict[str, int] = {}
+        for names in missing:
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+        lacking = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        return f"none of the {len(missing)} passages found is about the question; not mentioned: {lacking}"
+
     def _missing_for(self, marker: int) -> tuple[str, ...]:
         if marker not in self._missing:
-            self._missing[marker] = missing_terms(self.terms, self.sources[marker - 1].chunk)
+            chunk = self.sources[marker - 1].chunk
+            self._missing[marker] = missing_terms(self.terms, chunk) + unspoken(self.kinds, chunk)
         return self._missing[marker]
 
     def _citations(self) -> tuple[Citation, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.generate.aboutness import is_about, key_terms, missing_terms, stem
+from rag.generate.aboutness import asked_for, is_about, key_terms, missing_terms, stem, unspoken
 from rag.types import Chunk
 
 PEMBRO = "What is the recommended dose of pembrolizumab for metastatic melanoma?"
@@ -83,3 +83,38 @@ def test_stem_meets_inflections(a, b):
 @pytest.mark.parametrize(("a", "b"), [("prostatitis", "prostate"), ("sepsis", "seps"), ("a1c", "a1")])
 def test_stem_keeps_distinct_words_apart(a, b):
     assert stem(a) != stem(b)
+
+
+# -- what the question asks for (rule 4) ----------------------------------------------------------
+
+BEST_PHENOTYPES = chunk("Best vitelliform macular dystrophy", ("Phenotypes",), "Color vision defect\nMetamorphopsia")
+
+
+def _kinds(question: str) -> list[str]:
+    return [kind.name for kind in asked_for(question)]
+
+
+def test_asked_for_finds_treatment_dose_missed_dose_and_storage_and_nothing_in_symptom_questions():
+    assert _kinds("What are the treatments for Best vitelliform macular dystrophy ?") == ["a treatment"]
+    assert _kinds(PEMBRO) == ["a dose"]
+    assert _kinds("What should I do if I forget a dose of Niacin ?") == ["a dose", "a missed dose"]
+    assert _kinds("What should I know about storage and disposal of Ibuprofen ?") == ["storage or disposal"]
+    assert _kinds("How is hyperkalemia managed in CKD?") == ["a treatment"]
+    assert _kinds("What are the symptoms of Marfan syndrome ?") == []
+    assert _kinds("Which score is used to decide on anticoagulation in atrial fibrillation?") == []
+
+
+def test_a_phenotype_list_does_not_speak_of_treatment_but_a_guideline_does():
+    kinds = asked_for("What are the treatments for Best vitelliform macular dystrophy ?")
+    assert unspoken(kinds, BEST_PHENOTYPES) == ("a treatment",)
+    assert unspoken(kinds, CUTI) == ()  # "Treatment" in its title; "start a carbapenem" alone would not do
+    assert unspoken(asked_for("What are the symptoms of Best disease?"), BEST_PHENOTYPES) == ()
+
+
+def test_a_missed_dose_needs_a_passage_about_missing_one_not_only_a_dose():
+    kinds = asked_for("What should I do if I forget a dose of Apixaban ?")
+    dosing = chunk("AF guideline", ("Anticoagulation",), "Apixaban 5 mg twice daily; 2.5 mg if two criteria.")
+    assert unspoken(kinds, dosing) == ("a missed dose",)
+    missed = chunk("Apixaban", (), "If you miss a dose, take it as soon as you remember the same day.")
+    assert unspoken(kinds, missed) == ()
+    assert unspoken(asked_for("How should I store insulin?"), missed) == ("storage or disposal",)

@@ -122,22 +122,42 @@ def test_abstain_presents_an_answer_whose_every_sentence_is_supported():
 
 # -- aboutness ----------------------------------------------------------------------------------
 def test_a_supported_sentence_citing_a_passage_not_about_the_question_is_not_presented():
-    question = "What is the recommended dose of pembrolizumab for metastatic melanoma?"
     everything_supported = ScriptedVerifier()
-    answer = make("Melanoma is very frequent [3].", verifier=everything_supported)[0].answer(question)
-    assert answer.mode == "abstained" and answer.citations == ()
-    (sentence,) = answer.sentences
-    assert sentence.supported and not sentence.on_topic and sentence.status == "removed"
-    assert sentence.reasons == (
-        "cites [3] (Familial melanoma), which does not mention pembrolizumab, metastatic",
+    reply = f"{GOOD} Melanoma is very frequent [3]."
+    answer = make(reply, verifier=everything_supported)[0].answer(QUESTION)
+    assert answer.mode == "rag" and answer.text == GOOD
+    off = answer.sentences[1]
+    assert off.supported and not off.on_topic and off.status == "removed"
+    assert off.reasons == (
+        "cites [3] (Familial melanoma), which does not mention anticoagulation, atrial, fibrillation",
     )
-    assert any("does not mention pembrolizumab, metastatic" in n for n in answer.notes)
+    assert any("does not mention anticoagulation, atrial, fibrillation" in n for n in answer.notes)
+
+
+def test_when_no_passage_is_about_the_question_it_abstains_without_generating():
+    # pembrolizumab is in none of the three passages, and a dose in none either
+    pipe, generator = make("Melanoma is very frequent [3].", verifier=ScriptedVerifier())
+    answer = pipe.answer("What is the recommended dose of pembrolizumab for metastatic melanoma?")
+    assert answer.mode == "abstained" and answer.sentences == () and generator.produced == 0
+    assert answer.notes[-1] == ("none of the 3 passages found is about the question; not mentioned: "
+                                "pembrolizumab (3), metastatic (3), a dose (3), melanoma (2)")  # fmt: skip
+    assert len(answer.evidence) == 3  # the passages found are still listed
+
+
+def test_under_flag_it_generates_and_labels_a_phenotype_line_given_for_a_treatment():
+    # The passage names the disease and supports the line, but says nothing of treatment.
+    question = "What are the treatments for familial melanoma?"
+    answer = make("Melanoma [3].", "flag", verifier=ScriptedVerifier())[0].answer(question)
+    assert answer.text == f"{FLAG_UNSUPPORTED}Melanoma [3]."
+    (sentence,) = answer.sentences
+    assert sentence.supported and not sentence.on_topic
+    assert sentence.reasons == ("cites [3] (Familial melanoma), which does not mention a treatment",)
 
 
 def test_notes_count_sentences_not_reasons():
     # the second sentence cites two passages that lack the drug: it still counts once
     reply = "Melanoma is very frequent [3]. Nevus too [1][3]."
-    answer = make(reply, verifier=ScriptedVerifier())[0].answer("What is the dose of pembrolizumab?")
+    answer = make(reply, "flag", verifier=ScriptedVerifier())[0].answer("What about pembrolizumab?")
     assert [len(s.reasons) for s in answer.sentences] == [1, 2]
     assert any("(2 citing a passage that does not mention pembrolizumab)" in n for n in answer.notes)
 
