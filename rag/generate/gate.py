@@ -11,7 +11,10 @@ checked twice:
   question asks for, when that is a treatment, a dose, a missed dose or storage
   (``rag.generate.aboutness``).
 
-A sentence that passes both is shown as written. One that fails either is handled by the
+A sentence citing both passages about the question and passages that are not (a list of a
+rare disease's features citing [1][2][3] where [3] is the phenotype list of a neighbouring
+disease) loses the markers of the latter first and is verified against the rest alone; a note
+names the passages taken out. A sentence that passes both checks is shown as written. One that fails either is handled by the
 profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
@@ -41,7 +44,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
@@ -108,6 +111,7 @@ class SupportGate:
         self._pair_scores: dict[int, list[float]] = {}
         self._cited: list[int] = []  # markers of the sentences in the text, by first use
         self._missing: dict[int, tuple[str, ...]] = {}
+        self._trimmed: list[int] = []  # markers taken out of sentences (_without_off_topic)
 
     # -- streaming ------------------------------------------------------------------------------
     def feed(self, raw: str) -> str:
@@ -139,6 +143,10 @@ class SupportGate:
             )
             return GateResult("", "", tuple(records), (), True, (note,))
         notes: list[str] = []
+        if self._trimmed:
+            titles = "; ".join(dict.fromkeys(f"[{k}] {self.sources[k - 1].chunk.title}" for k in self._trimmed))
+            notes.append(f"{len(self._trimmed)} citations taken out of sentences that also cite a passage about "
+                         f"the question, as not about it ({titles}); those sentences were verified without them")
         if failed and self.policy == "flag":
             notes.append(
                 f"{_summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
@@ -158,6 +166,7 @@ class SupportGate:
         if not batch:
             return ""
         start = time.perf_counter()
+        batch = [self._without_off_topic(s) for s in batch]
         scored = self._score(batch)
         out: list[str] = []
         for sentence, (record, by_marker) in zip(batch, scored, strict=True):
@@ -188,6 +197,20 @@ class SupportGate:
             out.append(piece)
         self.seconds += time.perf_counter() - start
         return "".join(out)
+
+    def _without_off_topic(self, sentence: ParsedSentence) -> ParsedSentence:
+        """The sentence without its markers of passages not about the question, when at least
+        one of its passages is: it is then verified against those alone (a list the off-topic
+        passage contributed to fails), and a reader never follows a marker to another disease."""
+        off = [k for k in sentence.markers if self._missing_for(k)]
+        if not off or len(off) == len(sentence.markers):
+            return sentence
+        text = sentence.text
+        for k in off:  # with the spaces before it when punctuation or a marker follows: "disability [1]."
+            text = re.sub(rf"[ \t]*\[{k}\](?=[ \t]*(?:[.;:,!?[]|$))|\[{k}\]", "", text)
+            self._trimmed.append(k)
+        kept = tuple(k for k in sentence.markers if k not in off)
+        return replace(sentence, text=text, markers=kept)
 
     def _score(self, batch: Sequence[ParsedSentence]) -> list[tuple[SentenceSupport, dict[int, float]]]:
         if self.verifier is None:

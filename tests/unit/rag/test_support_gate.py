@@ -134,6 +134,27 @@ def test_a_supported_sentence_citing_a_passage_not_about_the_question_is_not_pre
     assert any("does not mention anticoagulation, atrial, fibrillation" in n for n in answer.notes)
 
 
+def test_a_citation_of_another_disease_is_taken_out_when_the_sentence_also_cites_one_about_the_question():
+    # [1] and [2] are about atrial fibrillation, [3] is a melanoma phenotype list
+    reply = "The CHA2DS2-VASc score guides anticoagulation [1][3]. Men scoring 2 or more need it [3] [2]."
+    pipe, _ = make(reply, verifier=ScriptedVerifier())
+    *pieces, answer = pipe.stream(QUESTION)
+    assert answer.mode == "rag"
+    assert answer.text == "The CHA2DS2-VASc score guides anticoagulation [1]. Men scoring 2 or more need it [2]."
+    assert "".join(pieces) == answer.text  # the stream sent the trimmed sentences, nothing else
+    assert [c.marker for c in answer.citations] == [1, 2]
+    assert [s.markers for s in answer.sentences] == [(1,), (2,)] and all(s.on_topic for s in answer.sentences)
+    assert any(n.startswith("2 citations taken out") and "[3] Familial melanoma" in n for n in answer.notes)
+
+
+def test_a_trimmed_sentence_is_verified_against_its_remaining_citations_and_removed_if_they_fail():
+    verifier = ScriptedVerifier(unsupported=["Nevus"])
+    answer = make("Nevus guides anticoagulation [1][3].", verifier=verifier)[0].answer(QUESTION)
+    assert answer.mode == "abstained"
+    (sentence,) = answer.sentences
+    assert sentence.markers == (1,) and sentence.status == "removed" and not sentence.supported
+
+
 def test_when_no_passage_is_about_the_question_it_abstains_without_generating():
     # pembrolizumab is in none of the three passages, and a dose in none either
     pipe, generator = make("Melanoma is very frequent [3].", verifier=ScriptedVerifier())
