@@ -245,7 +245,13 @@ _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+")
 
 
 def _item_key(text: str) -> str:
-    return " ".join(_LIST_MARK.sub("", plain(text)).casefold().strip(" .:;,").split())
+    """Case, list marks, Markdown and a plural "s" aside ("Seizures" is the entry "Seizure")."""
+    words = _LIST_MARK.sub("", plain(text)).casefold().strip(" .:;,").split()
+    return " ".join(_singular(w) for w in words)
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "is", "us")) else word
 
 
 def _entries(chunk: Chunk) -> set[str]:

@@ -366,6 +366,7 @@ HPO_MORE = "Hypotonia\nSeizure"
     ("claim", "listed"),
     [
         ("Symptoms include chorea, gait disturbance, hypotonia and seizure.", True),  # both give items
+        ("Symptoms include chorea, gait disturbances, hypotonia and seizures.", True),  # plurals of entries
         ("Symptoms include chorea and gait disturbance.", False),  # the second passage gives none
         ("Symptoms include chorea, hypotonia and ataxia.", False),  # an item neither lists
     ],
