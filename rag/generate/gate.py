@@ -7,9 +7,9 @@ checked twice:
 
 - *supported*: it cites at least one passage and the verifier's support (best over its cited
   passages, ``rag.generate.verify``) reaches the verifier's threshold;
-- *on topic*: every passage it cites contains the question's key terms and speaks of what the
-  question asks for, when that is a treatment, a dose, a missed dose or storage
-  (``rag.generate.aboutness``).
+- *on topic*: every passage it cites contains the question's key terms and the subtype it names
+  ("type 2"), and speaks of what the question asks for when that is a treatment, a dose, a
+  missed dose or storage (``rag.generate.aboutness``).
 
 A sentence citing both passages about the question and passages that are not (a list of a
 rare disease's features citing [1][2][3] where [3] is the phenotype list of a neighbouring
@@ -49,7 +49,7 @@ from typing import Protocol
 
 import numpy as np
 
-from rag.generate.aboutness import asked_for, key_terms, missing_terms, unspoken
+from rag.generate.aboutness import asked_for, key_terms, missing_subtypes, missing_terms, subtypes, unspoken
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
 from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
 
@@ -103,6 +103,7 @@ class SupportGate:
         self.abstain_token = abstain_token.upper()
         self.terms = key_terms(question)
         self.kinds = asked_for(question)
+        self.subtypes = subtypes(question)
         self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
         self._records: list[SentenceSupport] = []
         self._pieces: list[str] = []
@@ -253,7 +254,9 @@ class SupportGate:
     def _missing_for(self, marker: int) -> tuple[str, ...]:
         if marker not in self._missing:
             chunk = self.sources[marker - 1].chunk
-            self._missing[marker] = missing_terms(self.terms, chunk) + unspoken(self.kinds, chunk)
+            self._missing[marker] = (
+                missing_terms(self.terms, chunk) + missing_subtypes(self.subtypes, chunk) + unspoken(self.kinds, chunk)
+            )
         return self._missing[marker]
 
     def _citations(self) -> tuple[Citation, ...]:

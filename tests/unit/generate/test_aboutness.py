@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from rag.generate.aboutness import asked_for, is_about, key_terms, missing_terms, stem, unspoken
+from rag.generate.aboutness import (
+    asked_for,
+    is_about,
+    key_terms,
+    missing_subtypes,
+    missing_terms,
+    stem,
+    subtypes,
+    unspoken,
+)
 from rag.types import Chunk
 
 PEMBRO = "What is the recommended dose of pembrolizumab for metastatic melanoma?"
@@ -118,3 +127,18 @@ def test_a_missed_dose_needs_a_passage_about_missing_one_not_only_a_dose():
     missed = chunk("Apixaban", (), "If you miss a dose, take it as soon as you remember the same day.")
     assert unspoken(kinds, missed) == ()
     assert unspoken(asked_for("How should I store insulin?"), missed) == ("storage or disposal",)
+
+
+def test_a_subtype_must_be_named_by_the_passage_in_either_numeral():
+    question = "What are the symptoms of Hyperprolinemia type 2 ?"
+    assert subtypes(question) == ("type 2",)
+    type_1 = chunk("Hyperprolinemia type 1", ("Phenotypes",), "Proteinuria\nProlinuria")
+    type_ii = chunk("Hyperprolinemia type II", ("Phenotypes",), "Seizure")
+    assert missing_subtypes(subtypes(question), type_1) == ("type 2",)
+    assert missing_subtypes(subtypes(question), type_ii) == ()
+    assert is_about(question, type_1)  # the key terms alone cannot tell the two apart
+    assert subtypes("Symptoms of Brachydactyly type C?") == ("type C",)
+    assert missing_subtypes(("type C",), chunk("Brachydactyly type A2", (), "Short finger")) == ("type C",)
+    assert subtypes("Which blood type is universal?") == ()
+    metformin = chunk("Standards of Care in Diabetes", ("Pharmacologic therapy",), "Metformin is first-line.")
+    assert missing_subtypes(("type 2",), metformin) == ()  # names no type: its guideline's scope decides
