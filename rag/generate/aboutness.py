@@ -93,7 +93,7 @@ GENERIC_TERMS = frozenset(
     recommended recommend recommends recommendation recommendations guideline guidelines aim indicated
     indication indications appropriate used use using given give should decide decides decision
     choose guide guides guided determine determines define defines defined estimate assess take
-    taken get
+    taken get i know tell forget forgot miss missed skip store storage dispose disposal
     assessment screen screening prevent prevention manage managed required need needed consider
     considered suggested common frequent frequently typical clinical often much many long
     """

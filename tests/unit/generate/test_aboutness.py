@@ -140,5 +140,8 @@ def test_a_subtype_must_be_named_by_the_passage_in_either_numeral():
     assert subtypes("Symptoms of Brachydactyly type C?") == ("type C",)
     assert missing_subtypes(("type C",), chunk("Brachydactyly type A2", (), "Short finger")) == ("type C",)
     assert subtypes("Which blood type is universal?") == ()
+    # the words that ask for a missed dose or storage leave the subject alone: the kinds check them
+    assert key_terms("What should I do if I forget a dose of Niacin ?")[-1] == "niacin"
+    assert "storage" not in key_terms("What should I know about storage and disposal of Ibuprofen ?")
     metformin = chunk("Standards of Care in Diabetes", ("Pharmacologic therapy",), "Metformin is first-line.")
     assert missing_subtypes(("type 2",), metformin) == ()  # names no type: its guideline's scope decides
