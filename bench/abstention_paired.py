@@ -5,7 +5,10 @@
 
 For each pair of conditions in the run's ``records.jsonl``: on the answerable questions, how
 many each answered, how many only one of them answered, and the exact McNemar p; on the
-unanswerable ones, the same for abstaining.
+unanswerable ones, the same for abstaining. With ``--before OTHER_RUN`` (the same config run
+before a change) each condition is compared with itself across the two runs instead:
+
+    python -m bench.abstention_paired data/runs/near-miss-after --before data/runs/near-miss-before
 """
 
 from __future__ import annotations
@@ -31,30 +34,42 @@ def _modes(run: Path) -> dict[str, dict[str, tuple[bool, str]]]:
     return out
 
 
+def _compare(a: dict[str, tuple[bool, str]], b: dict[str, tuple[bool, str]], entry: dict[str, Any]) -> dict[str, Any]:
+    shared = sorted(set(a) & set(b))
+    entry["questions"] = len(shared)
+    for half, answerable, wanted in (("answerable", True, "rag"), ("unanswerable", False, "abstained")):
+        qids = [q for q in shared if a[q][0] is answerable]
+        hit_a = {q for q in qids if a[q][1] == wanted}
+        hit_b = {q for q in qids if b[q][1] == wanted}
+        only_a, only_b = len(hit_a - hit_b), len(hit_b - hit_a)
+        entry[half] = {"outcome": wanted, "n": len(qids), "a": len(hit_a), "b": len(hit_b),
+                       "only_a": only_a, "only_b": only_b,
+                       "mcnemar_p": mcnemar_exact(only_a, only_b)}  # fmt: skip
+    return entry
+
+
 def paired(run: Path) -> list[dict[str, Any]]:
+    """Every two conditions of one run, on the questions both answered."""
     modes = _modes(run)
-    rows = []
-    for a, b in itertools.combinations(sorted(modes), 2):
-        shared = sorted(set(modes[a]) & set(modes[b]))
-        entry: dict[str, Any] = {"a": a, "b": b, "questions": len(shared)}
-        for half, answerable, wanted in (("answerable", True, "rag"), ("unanswerable", False, "abstained")):
-            qids = [q for q in shared if modes[a][q][0] is answerable]
-            hit_a = {q for q in qids if modes[a][q][1] == wanted}
-            hit_b = {q for q in qids if modes[b][q][1] == wanted}
-            only_a, only_b = len(hit_a - hit_b), len(hit_b - hit_a)
-            entry[half] = {"outcome": wanted, "n": len(qids), "a": len(hit_a), "b": len(hit_b),
-                           "only_a": only_a, "only_b": only_b,
-                           "mcnemar_p": mcnemar_exact(only_a, only_b)}  # fmt: skip
-        rows.append(entry)
-    return rows
+    return [_compare(modes[a], modes[b], {"a": a, "b": b}) for a, b in itertools.combinations(sorted(modes), 2)]
+
+
+def paired_runs(before: Path, after: Path) -> list[dict[str, Any]]:
+    """Each condition of two runs of one config (code or settings changed between them): ``a``
+    is the run before, ``b`` the run after, on the questions both answered."""
+    old, new = _modes(before), _modes(after)
+    return [_compare(old[c], new[c], {"condition": c, "a": str(before), "b": str(after)})
+            for c in sorted(set(old) & set(new))]  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a run of the same config before a change: compare each condition across the two")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    result = paired(args.run)
+    result = paired_runs(args.before, args.run) if args.before else paired(args.run)
     text = json.dumps(result, indent=1)
     print(text)
     if args.out:
