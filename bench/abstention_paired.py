@@ -34,7 +34,10 @@ def _modes(run: Path) -> dict[str, dict[str, tuple[bool, str]]]:
     return out
 
 
-def _compare(a: dict[str, tuple[bool, str]], b: dict[str, tuple[bool, str]], entry: dict[str, Any]) -> dict[str, Any]:
+Modes = dict[str, tuple[bool, str]]  # qid -> (answerable, mode)
+
+
+def _compare(a: Modes, b: Modes, entry: dict[str, Any]) -> dict[str, Any]:
     shared = sorted(set(a) & set(b))
     entry["questions"] = len(shared)
     for half, answerable, wanted in (("answerable", True, "rag"), ("unanswerable", False, "abstained")):
@@ -51,7 +54,8 @@ def _compare(a: dict[str, tuple[bool, str]], b: dict[str, tuple[bool, str]], ent
 def paired(run: Path) -> list[dict[str, Any]]:
     """Every two conditions of one run, on the questions both answered."""
     modes = _modes(run)
-    return [_compare(modes[a], modes[b], {"a": a, "b": b}) for a, b in itertools.combinations(sorted(modes), 2)]
+    pairs = itertools.combinations(sorted(modes), 2)
+    return [_compare(modes[a], modes[b], {"a": a, "b": b}) for a, b in pairs]
 
 
 def paired_runs(before: Path, after: Path) -> list[dict[str, Any]]:
@@ -66,7 +70,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
     parser.add_argument("--before", type=Path, default=None,
-                        help="a run of the same config before a change: compare each condition across the two")  # fmt: skip
+                        help="the same config run before a change: each condition across both")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     result = paired_runs(args.before, args.run) if args.before else paired(args.run)

@@ -82,7 +82,8 @@ def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guidel
                          answerable=False) for r in mixed]  # fmt: skip
 
 
-def load_near_miss(paths: Paths, part: str = "test", per_part: int = 100, seed: int = 13) -> list[FreeTextItem]:
+def load_near_miss(paths: Paths, part: str = "test", per_part: int = 100,
+                   seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
     """One part (``test`` or ``dev``) of the near-miss unanswerable questions for the default index."""
     from rag.indexing import open_index
 
@@ -95,4 +96,5 @@ def load_near_miss(paths: Paths, part: str = "test", per_part: int = 100, seed: 
         index.close()
     hpo_titles = {normalise(c.title) for c in chunks if c.source == "hpo"}
     guideline_text = " ".join(normalise(f"{c.title} {c.text}") for c in chunks if c.source != "hpo")
-    return near_miss_questions(_medquad_rows(paths.source_data), hpo_titles, guideline_text, per_part, seed, part)
+    rows = _medquad_rows(paths.source_data)
+    return near_miss_questions(rows, hpo_titles, guideline_text, per_part, seed, part)

@@ -164,6 +164,7 @@ def _words(pattern: str) -> re.Pattern[str]:
 _DOSE_WORD = r"dos(?:e|es|age|ages|ing|ed)"
 _MISSED = r"(?:miss(?:es|ed|ing)?|forg[eo]t(?:s|ten|ting)?|skip(?:s|ped|ping)?)"
 _STORED = r"stor(?:e|es|ed|ing|age)|dispos(?:e|al|ing)"
+# fmt: off
 ASKED_FOR: tuple[AskedFor, ...] = (
     AskedFor(
         "a treatment",
@@ -171,24 +172,27 @@ ASKED_FOR: tuple[AskedFor, ...] = (
                r"|regimens?|medications?|drugs?|prescri\w*|first-line)\b"),
         _words(r"\b(?:treat\w*|therap\w*|manag(?:e|ed|ing|ement)|regimens?|medications?|prescri\w*"
                rf"|recommend\w*|first-line|{_DOSE_WORD}|mg)\b"),
-    ),  # fmt: skip
+    ),
     AskedFor(
         "a dose",
         _words(rf"\b(?:{_DOSE_WORD}|how much)\b"),
-        _words(rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b|\d\s?(?:mg|g|mcg|µg)\b"),
-    ),  # fmt: skip
+        _words(rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b"
+               r"|\d\s?(?:mg|g|mcg|µg)\b"),
+    ),
     AskedFor(
         "a missed dose",
         _words(rf"\b{_MISSED}\b[^.?]{{0,20}}\bdoses?\b"),
-        _words(rf"\b{_MISSED}\b[^.]{{0,40}}\bdoses?\b|\bdoses?\b[^.]{{0,40}}\b(?:missed|forgotten|skipped)\b"),
-    ),  # fmt: skip
+        _words(rf"\b{_MISSED}\b[^.]{{0,40}}\bdoses?\b"
+               r"|\bdoses?\b[^.]{0,40}\b(?:missed|forgotten|skipped)\b"),
+    ),
     AskedFor("storage or disposal", _words(rf"\b(?:{_STORED})\b"),
-             _words(rf"\b(?:{_STORED}|refrigerat\w*|room temperature)\b")),  # fmt: skip
+             _words(rf"\b(?:{_STORED}|refrigerat\w*|room temperature)\b")),
 )
+# fmt: on
 
 
 def asked_for(question: str) -> tuple[AskedFor, ...]:
-    """The kinds of answer ``question`` asks for that have words a passage must use (rule 4)."""
+    """The kinds of answer ``question`` asks for that have words a passage must use (rule 5)."""
     return tuple(kind for kind in ASKED_FOR if kind.asks.search(question))
 
 
@@ -198,7 +202,7 @@ def unspoken(kinds: Sequence[AskedFor], chunk: Chunk) -> tuple[str, ...]:
     return tuple(kind.name for kind in kinds if not kind.speaks_of.search(text))
 
 
-_ROMAN = {"i": "1", "ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6", "vii": "7", "viii": "8", "ix": "9", "x": "10"}
+_ROMAN = dict(zip("i ii iii iv v vi vii viii ix x".split(), map(str, range(1, 11)), strict=True))
 _SUBTYPE = re.compile(r"\btype\s+([0-9]{1,2}[a-z]?|[ivx]{1,4}|[a-z][0-9]?)\b", re.IGNORECASE)
 
 

@@ -14,8 +14,8 @@ checked twice:
 A sentence citing both passages about the question and passages that are not (a list of a
 rare disease's features citing [1][2][3] where [3] is the phenotype list of a neighbouring
 disease) loses the markers of the latter first and is verified against the rest alone; a note
-names the passages taken out. A sentence that passes both checks is shown as written. One that fails either is handled by the
-profile's ``[verify] policy``:
+names the passages taken out. A sentence that passes both checks is shown as written. One that
+fails either is handled by the profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
   ``status="removed"`` and the reasons; a note says how many were removed and why. When no
@@ -145,9 +145,12 @@ class SupportGate:
             return GateResult("", "", tuple(records), (), True, (note,))
         notes: list[str] = []
         if self._trimmed:
-            titles = "; ".join(dict.fromkeys(f"[{k}] {self.sources[k - 1].chunk.title}" for k in self._trimmed))
-            notes.append(f"{len(self._trimmed)} citations taken out of sentences that also cite a passage about "
-                         f"the question, as not about it ({titles}); those sentences were verified without them")
+            named = dict.fromkeys(f"[{k}] {self.sources[k - 1].chunk.title}" for k in self._trimmed)
+            titles = "; ".join(named)
+            notes.append(
+                f"{len(self._trimmed)} citations taken out of sentences that also cite a passage about the "
+                f"question, as not about it ({titles}); those sentences were verified without them"
+            )
         if failed and self.policy == "flag":
             notes.append(
                 f"{_summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
@@ -255,7 +258,9 @@ class SupportGate:
         if marker not in self._missing:
             chunk = self.sources[marker - 1].chunk
             self._missing[marker] = (
-                missing_terms(self.terms, chunk) + missing_subtypes(self.subtypes, chunk) + unspoken(self.kinds, chunk)
+                missing_terms(self.terms, chunk)
+                + missing_subtypes(self.subtypes, chunk)
+                + unspoken(self.kinds, chunk)
             )
         return self._missing[marker]
 

@@ -251,7 +251,8 @@ def _item_key(text: str) -> str:
 
 
 def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "is", "us")) else word
+    plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "is", "us"))
+    return word[:-1] if plural else word
 
 
 def _entries(chunk: Chunk) -> set[str]:

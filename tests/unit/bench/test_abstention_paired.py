@@ -32,6 +32,7 @@ def test_across_runs_each_condition_is_compared_with_itself(tmp_path):
 
 
 def test_within_a_run_every_two_conditions_are_compared(tmp_path):
-    run = _run(tmp_path / "run", [("a", "1", True, "rag"), ("b", "1", True, "abstained"), ("c", "1", True, "rag")])
+    rows = [("a", "1", True, "rag"), ("b", "1", True, "abstained"), ("c", "1", True, "rag")]
+    run = _run(tmp_path / "run", rows)
     assert [(r["a"], r["b"], r["answerable"]["only_a"]) for r in paired(run)] == [
         ("a", "b", 1), ("a", "c", 0), ("b", "c", 0)]

@@ -96,7 +96,9 @@ def test_stem_keeps_distinct_words_apart(a, b):
 
 # -- what the question asks for (rule 4) ----------------------------------------------------------
 
-BEST_PHENOTYPES = chunk("Best vitelliform macular dystrophy", ("Phenotypes",), "Color vision defect\nMetamorphopsia")
+BEST_PHENOTYPES = chunk(
+    "Best vitelliform macular dystrophy", ("Phenotypes",), "Color vision defect\nMetamorphopsia"
+)
 
 
 def _kinds(question: str) -> list[str]:

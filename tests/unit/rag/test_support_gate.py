@@ -140,7 +140,9 @@ def test_a_citation_of_another_disease_is_taken_out_when_the_sentence_also_cites
     pipe, _ = make(reply, verifier=ScriptedVerifier())
     *pieces, answer = pipe.stream(QUESTION)
     assert answer.mode == "rag"
-    assert answer.text == "The CHA2DS2-VASc score guides anticoagulation [1]. Men scoring 2 or more need it [2]."
+    assert answer.text == (
+        "The CHA2DS2-VASc score guides anticoagulation [1]. Men scoring 2 or more need it [2]."
+    )
     assert "".join(pieces) == answer.text  # the stream sent the trimmed sentences, nothing else
     assert [c.marker for c in answer.citations] == [1, 2]
     assert [s.markers for s in answer.sentences] == [(1,), (2,)] and all(s.on_topic for s in answer.sentences)
