@@ -46,6 +46,7 @@ from evals.judge_cache import CachedJudge, JudgeCache
 from rag.errors import ConfigError, GeneratorError, GeneratorTimeout
 from rag.generate.sentences import marker_free, sentence_spans
 from rag.generate.support_signals import list_items
+from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
 from rag.types import Answer, Message
 
@@ -217,18 +218,16 @@ class JudgeEnv:
     threshold: float
 
 
-_YES, _NO = ["yes", "Yes"], ["no", "No"]  # the 1.5B judge mostly starts its reply with "Yes"
-
-
 def _yes(judge: Generator | None, user: str) -> bool:
     """The judge's yes/no verdict, from its first-token probabilities."""
     if judge is None:
         raise ConfigError("this metric needs a judge")
-    lp = judge.next_token_logprobs([Message("system", YES_NO_SYSTEM), Message("user", user)], _YES + _NO)
-    yes, no = (np.logaddexp.reduce([lp.get(c, -math.inf) for c in cs]) for cs in (_YES, _NO))
-    if not (math.isfinite(yes) or math.isfinite(no)):
+    p_yes = yes_probability(
+        judge.next_token_logprobs([Message("system", YES_NO_SYSTEM), Message("user", user)], CANDIDATES)
+    )
+    if p_yes is None:
         raise UndefinedMetric("unparsable")
-    return bool(yes >= no)
+    return p_yes >= 0.5
 
 
 def _ask(judge: Generator | None, system: str, user: str, max_tokens: int) -> str:

@@ -59,7 +59,6 @@ of them is a weak citation, which a best-of would hide.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -79,6 +78,7 @@ from rag.generate.support_signals import (
     plain,
     quoted_from_passage,
 )
+from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
 from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
 
@@ -241,13 +241,8 @@ class SupportVerifier:
             Message("user", JUDGE_USER.format(passage=passage, claim=claim)),
         ]
         try:
-            logprobs = self.judge.next_token_logprobs(messages, ["yes", "no"])
+            p_yes = yes_probability(self.judge.next_token_logprobs(messages, CANDIDATES))
         except GeneratorError as exc:
             log.warning("support judge failed (%s); using the heuristic score only", type(exc).__name__)
             return None, False
-        yes, no = logprobs.get("yes", -math.inf), logprobs.get("no", -math.inf)
-        if not (math.isfinite(yes) or math.isfinite(no)):
-            return None, True
-        top = max(yes, no)
-        p_yes, p_no = math.exp(yes - top), math.exp(no - top)
-        return p_yes / (p_yes + p_no), True
+        return p_yes, True  # None: every candidate at -inf, no opinion this time

@@ -19,14 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rag.errors import ConfigError, GeneratorError
+from rag.errors import ConfigError
+from rag.generate.yes_no import NO, YES, yes_probability
 from rag.protocols import Generator
 from rag.rerank.cache import ScoreCache
 from rag.rerank.evidence import passage_text, sort_and_renumber
@@ -43,8 +43,6 @@ RELEVANCE_USER = (
     "Question: {question}\n\nPassage:\n{passage}\n\n"
     "Does this passage help answer the question? Answer yes or no."
 )
-YES: tuple[str, ...] = ("yes", "Yes")
-NO: tuple[str, ...] = ("no", "No")
 
 
 @dataclass
@@ -71,32 +69,6 @@ def relevance_messages(question: str, chunk: Chunk, max_passage_chars: int) -> l
         Message("system", RELEVANCE_SYSTEM),
         Message("user", RELEVANCE_USER.format(question=question, passage=passage)),
     ]
-
-
-def yes_probability(logprobs: dict[str, float]) -> float | None:
-    """``p(yes) / (p(yes) + p(no))`` from next-token log-probabilities; None when both are -inf.
-
-    Computed as ``sigmoid(logsumexp(yes) - logsumexp(no))`` so tiny probabilities do not
-    underflow to 0/0.
-    """
-    values = [float(logprobs.get(token, -math.inf)) for token in (*YES, *NO)]
-    if any(math.isnan(v) for v in values):
-        raise GeneratorError("the generator returned a NaN log-probability; check the model file")
-    log_yes = _logsumexp(values[: len(YES)])
-    log_no = _logsumexp(values[len(YES) :])
-    if log_yes == -math.inf and log_no == -math.inf:
-        return None
-    diff = log_yes - log_no  # may be +-inf, which the branches below handle exactly
-    if diff >= 0:
-        return 1.0 / (1.0 + math.exp(-diff))
-    return math.exp(diff) / (1.0 + math.exp(diff))
-
-
-def _logsumexp(values: list[float]) -> float:
-    top = max(values)
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(sum(math.exp(v - top) for v in values))
 
 
 def _sha256_json(value: object) -> str:

@@ -266,8 +266,21 @@ def test_judge_probability_is_normalised_and_averaged_with_the_heuristic():
     assert judged.judge == pytest.approx(0.8)
     assert judged.support == pytest.approx(0.5 * plain_score.support + 0.5 * 0.8)
     [(messages, candidates)] = judge.calls
-    assert candidates == ["yes", "no"]
+    assert candidates == ["yes", "Yes", "no", "No"]
     assert claim in messages[-1].content and "Apixaban standard dose is 5 mg BID." in messages[-1].content
+
+
+def test_the_judge_reads_a_capitalised_yes_like_the_reranker_does():
+    # The 1.5B model mostly starts its reply with "Yes"; the judge once asked only for "yes".
+    class CapitalisedJudge(FakeJudge):
+        def next_token_logprobs(self, messages, candidates):
+            self.calls.append((list(messages), list(candidates)))
+            return {"yes": math.log(0.05), "Yes": math.log(0.75), "no": math.log(0.2)}
+
+    [judged] = SupportVerifier(HashEmbedder(), judge=CapitalisedJudge()).score_pairs(
+        [("Apixaban is reduced in older patients.", chunk(DOAC))]
+    )
+    assert judged.judge == pytest.approx(0.8)
 
 
 def test_judge_is_not_asked_when_a_number_is_wrong():
