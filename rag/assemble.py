@@ -18,7 +18,6 @@ from rag.profile import GeneratorConfig, Profile, RerankConfig
 from rag.protocols import Generator, Reranker
 from rag.registry import resolve
 from rag.rerank.evidence import check_evidence_limits
-from rag.types import Filters
 
 
 @dataclass
@@ -110,20 +109,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
     except BaseException:
         index.close()
         raise
-    settings = PipelineSettings(
-        candidates=r.candidates,
-        rerank_candidates=profile.rerank.candidates,
-        threshold=profile.rerank.threshold,
-        keep=profile.rerank.keep,
-        evidence_order=profile.rerank.order,
-        sentence_budget=profile.rerank.sentence_budget,
-        max_tokens=profile.generator.max_tokens,
-        temperature=profile.generator.temperature,
-        reformulation=profile.reformulation.kind,
-        reformulation_tokens=profile.reformulation.max_tokens,
-        filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
-        support_policy=profile.verify.policy,
-    )
+    settings = PipelineSettings.from_profile(profile)
     pipeline = Pipeline(retriever, reranker, generator, verifier=verifier, settings=settings)
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 

@@ -26,6 +26,7 @@ from rag.errors import ConfigError, GeneratorError, ModelError
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
 from rag.generate.gate import SupportChecker, SupportGate
+from rag.profile import Profile
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
 from rag.rerank.injection import set_aside_instructions
@@ -33,22 +34,27 @@ from rag.rerank.sentences import SentenceModel, select_sentences
 from rag.retrieve.query import clean_query
 from rag.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 
+_PROFILE = Profile()  # the profile model's defaults: the one home of every setting below
+
 
 @dataclass(frozen=True)
 class PipelineSettings:
-    candidates: int = 30  # fused hits fetched
-    rerank_candidates: int = 10  # of those, how many the reranker scores
-    threshold: float | None = 0.5  # evidence threshold on the reranker's scale; None keeps all
-    keep: int = 4  # evidence passages given to the generator
+    """What the pipeline needs of a profile (``from_profile``); a field left out takes the profile
+    model's default, so a Pipeline built by hand and one built from an empty profile agree."""
+
+    candidates: int = _PROFILE.retrieval.candidates  # fused hits fetched
+    rerank_candidates: int = _PROFILE.rerank.candidates  # of those, how many the reranker scores
+    threshold: float | None = _PROFILE.rerank.threshold  # on the reranker's scale; None keeps all
+    keep: int = _PROFILE.rerank.keep  # evidence passages given to the generator
     # "relevance": evidence in the reranker's order; "retrieval": the reranker only gates
-    evidence_order: str = "relevance"
+    evidence_order: str = _PROFILE.rerank.order
     # None: the generator reads whole passages; an int: only their best sentences, up to that many
     # wordpieces, scored by the reranker's relevance model (rag/rerank/sentences.py)
-    sentence_budget: int | None = None
-    max_tokens: int = 200
-    temperature: float = 0.0
-    reformulation: str = "none"  # "none" | "rewrite" | "hyde"
-    reformulation_tokens: int = 96
+    sentence_budget: int | None = _PROFILE.rerank.sentence_budget
+    max_tokens: int = _PROFILE.generator.max_tokens
+    temperature: float = _PROFILE.generator.temperature
+    reformulation: str = _PROFILE.reformulation.kind  # "none" | "rewrite" | "hyde"
+    reformulation_tokens: int = _PROFILE.reformulation.max_tokens
     filters: Filters = field(default_factory=Filters)
     # True: a failed generation returns the evidence labelled "degraded" (the CLI's choice).
     # False: the GeneratorError propagates (the API maps it to 503/504).
@@ -57,7 +63,19 @@ class PipelineSettings:
     screen_instructions: bool = True
     # What happens to a generated sentence its cited passage does not support, or that cites a
     # passage not about the question (rag/generate/gate.py): "drop" | "flag" | "abstain".
-    support_policy: SupportPolicy = "drop"
+    support_policy: SupportPolicy = _PROFILE.verify.policy
+
+    @classmethod
+    def from_profile(cls, profile: Profile) -> PipelineSettings:
+        r, rerank, gen = profile.retrieval, profile.rerank, profile.generator
+        return cls(
+            candidates=r.candidates, rerank_candidates=rerank.candidates, threshold=rerank.threshold,
+            keep=rerank.keep, evidence_order=rerank.order, sentence_budget=rerank.sentence_budget,
+            max_tokens=gen.max_tokens, temperature=gen.temperature, reformulation=profile.reformulation.kind,
+            reformulation_tokens=profile.reformulation.max_tokens,
+            filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
+            support_policy=profile.verify.policy,
+        )  # fmt: skip
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:

@@ -398,3 +398,17 @@ def test_a_sentence_budget_without_a_sentence_scoring_reranker_is_a_config_error
     with pytest.raises(ConfigError, match=r'rerank\.backend = "trained"'):
         pipeline(FakeGenerator("x"), sentence_budget=64)
     pipeline(FakeGenerator("x"), sentence_budget=None)  # the identity reranker is fine without one
+
+
+# -- one home per setting (issue 18) -------------------------------------------------------------
+def test_pipeline_settings_default_to_the_profile_model_and_follow_a_profile_file():
+    from rag.profile import Profile, load_profile
+
+    assert PipelineSettings() == PipelineSettings.from_profile(Profile())
+    default = load_profile("default")
+    built = PipelineSettings.from_profile(default)
+    assert (built.threshold, built.keep, built.rerank_candidates, built.max_tokens, built.evidence_order) == (
+        default.rerank.threshold, default.rerank.keep, default.rerank.candidates,
+        default.generator.max_tokens, default.rerank.order,
+    )  # fmt: skip
+    assert built.support_policy == default.verify.policy and built.candidates == default.retrieval.candidates
