@@ -34,6 +34,7 @@ from evals.datasets.bioasq import normalise
 from evals.datasets.freetext import FreeTextItem
 from rag.config import Paths
 from rag.errors import ConfigError, SourceError
+from rag.types import Chunk
 
 NAME = "abstention-default"
 INDEX = "default"
@@ -91,18 +92,23 @@ def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: 
     return yes, no
 
 
-def load_abstention(paths: Paths, part: str = "test", per_half: int = 100,
-                    seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
-    """One part (``test`` or ``dev``) for the ``default`` index, the halves interleaved."""
+def default_index_chunks(paths: Paths, dataset: str) -> list[Chunk]:
+    """Every chunk of the ``default`` index, which ``dataset``'s questions are defined against."""
     from rag.indexing import open_index
 
     if not (paths.indexes_dir / INDEX).exists():
-        raise ConfigError(f"{NAME} is defined against the {INDEX!r} index; build it: medcite index build")
+        raise ConfigError(f"{dataset} is defined against the {INDEX!r} index; build it: medcite index build")
     index, _ = open_index(paths, INDEX, with_embedder=False)
     try:
-        chunks = list(index.chunks)
+        return list(index.chunks)
     finally:
         index.close()
+
+
+def load_abstention(paths: Paths, part: str = "test", per_half: int = 100,
+                    seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
+    """One part (``test`` or ``dev``) for the ``default`` index, the halves interleaved."""
+    chunks = default_index_chunks(paths, NAME)
     titles = {normalise(c.title) for c in chunks if c.source == "hpo"}
     corpus_words = {word for c in chunks for word in normalise(f"{c.title} {c.text}").split()}
     yes, no = split_questions(_medquad_rows(paths.source_data), titles, corpus_words, per_half, seed, part)

@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import random
 
-from evals.datasets.abstention import INDEX, _medquad_rows
+from evals.datasets.abstention import _medquad_rows, default_index_chunks
 from evals.datasets.bioasq import normalise
 from evals.datasets.freetext import FreeTextItem
 from rag.config import Paths
-from rag.errors import ConfigError
 
 NAME = "abstention-near-miss"
 DRUG_TYPES = ("forget a dose", "storage and disposal")
@@ -85,15 +84,7 @@ def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guidel
 def load_near_miss(paths: Paths, part: str = "test", per_part: int = 100,
                    seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
     """One part (``test`` or ``dev``) of the near-miss unanswerable questions for the default index."""
-    from rag.indexing import open_index
-
-    if not (paths.indexes_dir / INDEX).exists():
-        raise ConfigError(f"{NAME} is defined against the {INDEX!r} index; build it: medcite index build")
-    index, _ = open_index(paths, INDEX, with_embedder=False)
-    try:
-        chunks = list(index.chunks)
-    finally:
-        index.close()
+    chunks = default_index_chunks(paths, NAME)
     hpo_titles = {normalise(c.title) for c in chunks if c.source == "hpo"}
     guideline_text = " ".join(normalise(f"{c.title} {c.text}") for c in chunks if c.source != "hpo")
     rows = _medquad_rows(paths.source_data)
