@@ -216,6 +216,24 @@ def subtypes(question: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f"type {m[1]}" for m in _SUBTYPE.finditer(question)))
 
 
+@dataclass(frozen=True)
+class Question:
+    """What a passage must show to be about one question (rules 1-5), read once per question."""
+
+    terms: tuple[str, ...]
+    subtypes: tuple[str, ...]
+    kinds: tuple[AskedFor, ...]
+
+    @classmethod
+    def read(cls, question: str) -> Question:
+        return cls(key_terms(question), subtypes(question), asked_for(question))
+
+    def missing(self, chunk: Chunk) -> tuple[str, ...]:
+        """What ``chunk`` lacks to be about the question: key terms, the subtype, asked-for kinds."""
+        terms = missing_terms(self.terms, chunk)
+        return terms + missing_subtypes(self.subtypes, chunk) + unspoken(self.kinds, chunk)
+
+
 def missing_subtypes(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
     """The subtypes ``chunk`` (title, section path, text) does not name while naming another (rule 4)."""
     if not names:

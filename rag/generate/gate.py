@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
-from rag.generate.aboutness import asked_for, key_terms, missing_subtypes, missing_terms, subtypes, unspoken
+from rag.generate.aboutness import Question
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
 from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
 
@@ -101,9 +102,7 @@ class SupportGate:
         self.verifier = verifier
         self.policy = policy
         self.abstain_token = abstain_token.upper()
-        self.terms = key_terms(question)
-        self.kinds = asked_for(question)
-        self.subtypes = subtypes(question)
+        self.question = Question.read(question)
         self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
         self._records: list[SentenceSupport] = []
         self._pieces: list[str] = []
@@ -247,21 +246,13 @@ class SupportGate:
         missing = [self._missing_for(k) for k in range(1, len(self.sources) + 1)]
         if not missing or not all(missing):
             return None
-        counts: dict[str, int] = {}
-        for names in missing:
-            for name in names:
-                counts[name] = counts.get(name, 0) + 1
-        lacking = ", ".join(f"{name} ({n})" for name, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        counts = Counter(name for names in missing for name in names)
+        lacking = ", ".join(f"{name} ({n})" for name, n in counts.most_common())
         return f"none of the {len(missing)} passages found is about the question; not mentioned: {lacking}"
 
     def _missing_for(self, marker: int) -> tuple[str, ...]:
         if marker not in self._missing:
-            chunk = self.sources[marker - 1].chunk
-            self._missing[marker] = (
-                missing_terms(self.terms, chunk)
-                + missing_subtypes(self.subtypes, chunk)
-                + unspoken(self.kinds, chunk)
-            )
+            self._missing[marker] = self.question.missing(self.sources[marker - 1].chunk)
         return self._missing[marker]
 
     def _citations(self) -> tuple[Citation, ...]:
