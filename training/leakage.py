@@ -8,6 +8,11 @@ normalised text (case, punctuation and spacing ignored), whatever split it came 
 - TREC 2017 LiveQA-Med test questions (all three wordings: original, paraphrase, summary),
 - PubMedQA PQA-L questions (1,000; MIRAGE's PubMedQA* is its test part).
 
+MedQuAD questions are held out by pool instead: the abstention benchmarks draw their items from
+fixed (collection, question type) pools (:func:`benchmark_pools`: GARD/GHR symptoms and
+treatment questions, MedlinePlus drug questions), and training reads no question of those pools,
+so no benchmark item, whatever the index it is selected against, can be a training question.
+
 BioASQ questions whose text occurs more than once in ``questions.jsonl`` (the same question
 asked in two years, with different gold snippets) are dropped too: a copy could sit on both
 sides of the train/validation split.
@@ -69,6 +74,14 @@ def held_out_questions(source_data: Path) -> HeldOut:
         "pubmedqa-pqal": frozenset(normalise(v["QUESTION"]) for v in pqal.values()),
     }  # fmt: skip
     return HeldOut(sets)
+
+
+def benchmark_pools() -> frozenset[tuple[str, str]]:
+    """MedQuAD ``(collection, question type)`` pools the abstention benchmarks draw from."""
+    from evals.datasets.abstention import DRAWN_FROM as ABSTENTION
+    from evals.datasets.near_miss import DRAWN_FROM as NEAR_MISS
+
+    return ABSTENTION | NEAR_MISS
 
 
 def duplicated(texts: Iterable[str]) -> frozenset[str]:

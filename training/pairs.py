@@ -11,7 +11,8 @@ calibration and model choice.
 
 MedQuAD (train only): a question -> its answer; negatives are answers about the same focus to
 other question types (the usual confusion of consumer-health search). Answers that TREC
-LiveQA-Med judged are left out, so the LiveQA test documents are never trained on.
+LiveQA-Med judged are left out, so the LiveQA test documents are never trained on, and so are
+the question pools the abstention benchmarks draw from (``training.leakage.benchmark_pools``).
 
 Every held-out question (``training.leakage``) is removed first; the counts go to the manifest.
 """
@@ -31,7 +32,7 @@ from tqdm import tqdm
 
 from evals.datasets.bioasq import bioasq_rows, normalise
 from rag.rerank.evidence import passage_text
-from training.leakage import HeldOut, duplicated
+from training.leakage import HeldOut, benchmark_pools, duplicated
 
 TRAIN_TASKS = ("Task7B", "Task8B", "Task9B", "Task10B")
 
@@ -131,7 +132,7 @@ def medquad_pairs(
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """MedQuAD question -> answer pairs with same-focus negatives (train split only)."""
     from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
-    from corpora.sources.medquad import MedQuADSource
+    from corpora.sources.medquad import MedQuADSource, collection_prefix
     from indexes.embedder import packaged_minilm_dir
 
     if config.medquad_questions <= 0:
@@ -140,10 +141,16 @@ def medquad_pairs(
     by_focus: dict[str, list[Any]] = defaultdict(list)
     for doc in docs:
         by_focus[doc.title.casefold()].append(doc)
-    banned = held_out.all()
+    pools = benchmark_pools()
+    pooled = [d for d in docs if (collection_prefix(d.doc_id), d.metadata.get("qtype")) in pools]
+    # the same question text also occurs in other collections ("What are the treatments for X ?")
+    banned_texts = {normalise(d.metadata.get("question", "")) for d in pooled}
+    banned, skipped = held_out.all(), {d.doc_id for d in pooled}
     eligible = []
     for doc in docs:
-        if doc.doc_id in liveqa_docs:
+        if doc.doc_id in skipped or normalise(doc.metadata.get("question", "")) in banned_texts:
+            stats.dropped["medquad_benchmark_pools"] = stats.dropped.get("medquad_benchmark_pools", 0) + 1
+        elif doc.doc_id in liveqa_docs:
             stats.dropped["medquad_liveqa_judged"] = stats.dropped.get("medquad_liveqa_judged", 0) + 1
         elif normalise(doc.metadata.get("question", "")) in banned:
             stats.dropped["medquad_in_evaluation_sets"] = (
@@ -158,14 +165,15 @@ def medquad_pairs(
     for doc in chosen:
         others = [o for o in by_focus[doc.title.casefold()]
                   if o.doc_id != doc.doc_id and o.doc_id not in liveqa_docs]  # fmt: skip
-        others = [o for o in others if o.metadata.get("qtype") != doc.metadata.get("qtype")]
+        others = [o for o in others if o.metadata.get("qtype") != doc.metadata.get("qtype")
+                  and o.doc_id not in skipped]  # fmt: skip
         group = [(1, doc), *((0, o) for o in rng.sample(others, min(config.medquad_negatives, len(others))))]
         for label, d in group:
             if d.doc_id not in first_chunk:
                 first_chunk[d.doc_id] = chunk_document(d, spans, chunker)[0]
             yield "train", {"qid": doc.doc_id, "question": doc.metadata["question"],
-                            "passage": passage_text(first_chunk[d.doc_id]), "label": label,
-                            "origin": "medquad"}  # fmt: skip
+                            "passage": passage_text(first_chunk[d.doc_id]), "passage_doc": d.doc_id,
+                            "label": label, "origin": "medquad"}  # fmt: skip
         stats.questions["medquad_train"] = stats.questions.get("medquad_train", 0) + 1
 
 

@@ -70,6 +70,11 @@ def liveqa_answer_doc_id(answer_id: str) -> str:
     return f"medquad:{m.group(1)}_{m.group(2)}_Sec{m.group(3)}"
 
 
+def collection_prefix(doc_id: str) -> str:
+    """The collection of one of this source's documents: ``medquad:GARD_0000001_Sec2`` -> ``GARD``."""
+    return doc_id.removeprefix("medquad:").split("_", 1)[0]
+
+
 def _prefix(collection: str) -> str:
     default = collection.split("_")[1] if "_" in collection else collection
     return COLLECTIONS.get(collection, (default, ""))[0]

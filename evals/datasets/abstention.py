@@ -17,8 +17,11 @@ Two parts share no disease, drug or question: ``test`` (``abstention-default``, 
 numbers) and ``dev`` (``abstention-default-dev``, where the default profile's evidence threshold
 was chosen; ``bench/evidence_threshold.py``).
 
-Leakage: none of these questions is used in training (MedQuAD training pairs are drawn from
-other documents, and no drug monograph is in the index); the answerable half is easy on purpose
+Leakage: no question of these pools (:data:`DRAWN_FROM`) is a training pair: the relevance
+model's MedQuAD pairs skip them (``training.leakage.benchmark_pools``; a test asserts it), and
+MedQuAD distributes no drug monograph answers. The relevance model shipped before 2026-11-25 did
+not skip them and had trained on 11 of the 200 test questions (with MedQuAD's answers as
+passages); it was retrained. The answerable half is easy on purpose
 for retrieval (the disease name is the chunk title), so it measures whether the gate lets
 supported answers through, not retrieval difficulty. The pools are sorted by MedQuAD id and
 shuffled with a fixed seed, then interleaved, so a partial run holds both halves.
@@ -39,6 +42,12 @@ from rag.types import Chunk
 NAME = "abstention-default"
 INDEX = "default"
 DRUG_TYPES = ("usage", "side effects", "precautions", "emergency or overdose", "forget a dose")
+DISEASE_SOURCES = ("GARD", "GHR")
+# The MedQuAD (collection, question type) pools the items are drawn from: training never reads
+# them (training.leakage.benchmark_pools), so no item can be a training question.
+DRAWN_FROM = frozenset({(s, "symptoms") for s in DISEASE_SOURCES} | {("MPlusDrugs", t) for t in DRUG_TYPES})
+
+
 def _medquad_rows(source_data: Path) -> list[dict[str, str]]:
     path = source_data / "medquad" / "medquad_qa.jsonl.gz"
     if not path.is_file():
@@ -67,12 +76,15 @@ def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: 
         focus = normalise(row.get("focus", ""))
         if not focus:
             continue
-        qid = f"{row['source']}:{row['qid']}"  # MedQuAD's ids repeat across its collections
-        if row["source"] in ("GARD", "GHR") and row["qtype"] == "symptoms" and focus in titles:
-            question = " ".join(row["question"].split())
-            answerable.setdefault(focus, FreeTextItem(NAME, qid, question, row.get("answer") or None,
-                                                      answerable=True))  # fmt: skip
-        elif row["source"] == "MPlusDrugs" and row["qtype"] in DRUG_TYPES:
+        if (row["source"], row["qtype"]) not in DRAWN_FROM:
+            continue
+        if row["source"] in DISEASE_SOURCES:
+            if focus in titles:
+                qid = f"{row['source']}:{row['qid']}"  # MedQuAD's ids repeat across its collections
+                question = " ".join(row["question"].split())
+                answerable.setdefault(focus, FreeTextItem(NAME, qid, question, row.get("answer") or None,
+                                                          answerable=True))  # fmt: skip
+        else:
             head = focus.split()[0]
             if len(head) >= 4 and head not in corpus_words:
                 by_drug.setdefault(focus, []).append(row)

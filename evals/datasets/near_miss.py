@@ -19,8 +19,10 @@ that kind; none has its answer in the ``default`` index, by construction:
 Half of each kind per part; the ``test`` and ``dev`` parts share no disease, drug or question
 (the pools are sorted, shuffled with the seed, and cut in two). Every item is unanswerable, so a
 run reports the abstention rate and what was presented when it did not abstain. Leakage: no
-MedQuAD treatment or drug question is a training pair of the relevance or support models (they
-train on BioASQ and MedQuAD question->answer pairs of documents the index does not hold).
+question of these pools (:data:`DRAWN_FROM`) is a training pair of the relevance or support models
+(``training.leakage.benchmark_pools``; a test asserts it). The relevance model shipped before
+2026-11-25 had trained on 8 of the 100 test questions (with MedQuAD's answers as passages); it
+was retrained without them.
 What "the answer is not in the index" rests on, checked on the built default index (2026-11-25):
 no HPO chunk contains "treat", "therapy", "dose" or "mg"; no guideline chunk mentions a missed
 or forgotten dose; "storage" occurs once (insulin education should cover storage, without
@@ -31,13 +33,15 @@ from __future__ import annotations
 
 import random
 
-from evals.datasets.abstention import _medquad_rows, default_index_chunks
+from evals.datasets.abstention import DISEASE_SOURCES, _medquad_rows, default_index_chunks
 from evals.datasets.bioasq import normalise
 from evals.datasets.freetext import FreeTextItem
 from rag.config import Paths
 
 NAME = "abstention-near-miss"
 DRUG_TYPES = ("forget a dose", "storage and disposal")
+# The MedQuAD (collection, question type) pools the items are drawn from; training never reads them.
+DRAWN_FROM = frozenset({(s, "treatment") for s in DISEASE_SOURCES} | {("MPlusDrugs", t) for t in DRUG_TYPES})
 
 
 def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guideline_text: str,
@@ -58,10 +62,12 @@ def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guidel
         if not focus:
             continue
         named_by_guideline = f" {focus} " in padded
-        if row["source"] in ("GARD", "GHR") and row["qtype"] == "treatment":
+        if (row["source"], row["qtype"]) not in DRAWN_FROM:
+            continue
+        if row["source"] in DISEASE_SOURCES:
             if focus in hpo_titles and not named_by_guideline:
                 treatment.setdefault(focus, row)
-        elif row["source"] == "MPlusDrugs" and row["qtype"] in DRUG_TYPES and named_by_guideline:
+        elif named_by_guideline:
             drugs.setdefault(focus, []).append(row)
     rng = random.Random(seed)
     diseases, drug_names = sorted(treatment), sorted(drugs)

@@ -52,5 +52,34 @@ def test_shipped_model_was_trained_with_the_filter(source_data) -> None:
     rows = bioasq_training_questions(source_data, held_out_questions(source_data), stats)
     for key in ("bioasq_in_evaluation_sets", "bioasq_duplicated"):
         assert pairs["dropped"][key] == stats.dropped[key]
+    assert pairs["dropped"].get("medquad_benchmark_pools", 0) > 3000  # trained without the benchmark pools
     used = pairs["questions"]["bioasq_train"] + pairs["questions"]["bioasq_validation"]
     assert used + pairs["dropped"].get("bioasq_no_gold_in_index", 0) == len(rows)
+
+
+def test_medquad_training_pairs_skip_the_abstention_benchmark_pools(source_data) -> None:
+    from corpora.sources.medquad import MedQuADSource, collection_prefix
+    from evals.datasets.abstention import _medquad_rows
+    from training.leakage import benchmark_pools
+    from training.pairs import PairConfig, medquad_pairs
+
+    pools = benchmark_pools()
+    assert {("GARD", "symptoms"), ("GHR", "treatment"), ("MPlusDrugs", "forget a dose")} <= pools
+    docs = {d.doc_id: d for d in MedQuADSource(source_data / "medquad").documents()}
+    stats = PairStats()
+    config = PairConfig(medquad_questions=400)
+    held_out = held_out_questions(source_data)
+    pairs = [row for _, row in medquad_pairs(source_data, held_out, set(), config, stats)]
+    assert stats.dropped["medquad_benchmark_pools"] > 3000
+    asked = {row["qid"] for row in pairs}
+    assert len(asked) == stats.questions["medquad_train"] == 400
+    def pooled(doc_id: str) -> bool:
+        return (collection_prefix(doc_id), docs[doc_id].metadata["qtype"]) in pools
+
+    assert not any(pooled(doc_id) for doc_id in asked)
+    # every question a benchmark can draw (any index, any part) is out of what training asked,
+    # whichever collection asked it
+    rows = _medquad_rows(source_data)
+    drawable = {normalise(r["question"]) for r in rows if (r["source"], r["qtype"]) in pools}
+    assert drawable and not drawable & {normalise(row["question"]) for row in pairs}
+    assert not any(pooled(row["passage_doc"]) for row in pairs)  # nor any of their answers, as passages
