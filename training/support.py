@@ -69,6 +69,7 @@ from evals.support_set import (
     read_questions,
     read_snippets,
 )  # fmt: skip
+from indexes.files import sha256_file
 from indexes.text import tokenize
 from rag.config import Paths
 from rag.errors import require
@@ -243,7 +244,7 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
     from rag.generate.support_signals import checks_pass, lexical_coverage
     from rag.generate.verify import CHECK_PENALTY
     from rag.rerank.minilm import SupportModel
-    from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance, read_manifest, sha256_of
+    from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance, read_manifest
 
     started = time.perf_counter()
     stats = PairStats()
@@ -312,14 +313,14 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
     manifest = {
         "format": FORMAT,
         "base_sha256": relevance["base_sha256"], "relevance_overlay_sha256": relevance["overlay_sha256"],
-        "adapter_sha256": sha256_of(adapter), "rank": config.rank, "alpha": config.alpha,
+        "adapter_sha256": sha256_file(adapter), "rank": config.rank, "alpha": config.alpha,
         "window_tokens": config.window_tokens, "max_length": fit_config.max_length,
         "calibration": calibration,
         "threshold": threshold,  # not rounded: rounding up would drop the dev pair it was chosen at
         "threshold_why": "the highest support (P(supported) x number and name checks) keeping "
                          f"{TARGET_RECALL} of the supported dev pairs "
                          f"(dev precision {metrics['dev_at_threshold']['precision']:.3f})",
-        "data": {name: sha256_of(paths.source_data / name)
+        "data": {name: sha256_file(paths.source_data / name)
                  for name in DATA_FILES if (paths.source_data / name).is_file()},
         "questions": stats.questions, "dropped": stats.dropped, "pairs": stats.pairs,
         "held_out_questions": held_out_questions(paths.source_data).counts(),

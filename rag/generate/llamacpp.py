@@ -16,9 +16,10 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
+from indexes.files import sha256_file
 from rag.errors import GeneratorError, GeneratorTimeout, ModelError, require
 from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, single_token_ids
-from rag.generate.model_files import recorded_sha256, sha256_file
+from rag.generate.model_files import recorded_sha256
 from rag.generate.prompts import defuse_control_tokens
 from rag.types import Generation, Message
 

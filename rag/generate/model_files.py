@@ -17,18 +17,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-__all__ = ["assemble", "exclusive", "record_sha256", "recorded_sha256", "sha256_file"]
+__all__ = ["assemble", "exclusive", "record_sha256", "recorded_sha256"]
 
 _BLOCK = 1 << 20
-
-
-def sha256_file(path: Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks (constant memory for a 1 GB model)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _sidecar(path: Path) -> Path:

@@ -16,7 +16,6 @@ threshold is a probability of relevance.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from indexes.files import sha256_file
 from rag.errors import ConfigError, ModelError, require
 from rag.rerank.evidence import passage_text, sort_and_renumber
 from rag.types import Hit
@@ -37,14 +37,6 @@ SHIPPED_MODEL = Path(__file__).parent / "weights" / "relevance-minilm"
 OVERLAY_FILE = "overlay.safetensors"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "medcite-relevance-1"
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def score_encoded(model: Any, encoded: Sequence[tuple[list[int], list[int]]], batch_size: int) -> np.ndarray:
@@ -98,7 +90,7 @@ def check_file(path: Path, expected_sha256: str, what: str, fix: str) -> None:
     """Raise a ModelError saying what to do when ``path`` is missing or holds other bytes."""
     if not path.is_file():
         raise ModelError(f"{path} ({what}) is missing; {fix}")
-    if sha256_of(path) != expected_sha256:
+    if sha256_file(path) != expected_sha256:
         raise ModelError(f"{path} ({what}) does not match the manifest's sha256; the model was trained on "
                          f"other weights: {fix}")  # fmt: skip
 
