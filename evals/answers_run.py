@@ -18,6 +18,7 @@ from tqdm import tqdm
 from evals.answer_quality import AnswerItem, evaluate_answers
 from evals.config import EvalConfig
 from evals.generation_cache import CachingGenerator
+from evals.judge_cache import default_judge_cache_path
 from evals.metrics.choice import wilson_interval
 from evals.records import ItemRecord, write_records
 from evals.rundir import RunDir
@@ -41,7 +42,7 @@ def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition:
     metrics = [m for m in config.answer_metrics if assembled.embedder is not None or m != "answer_relevancy"]
     scored = evaluate_answers(
         [AnswerItem(item.question, answer.text, contexts, item.reference, answer, item.qid)],
-        judge, assembled.embedder, paths.data_dir / "cache" / "judge.sqlite", metrics,
+        judge, assembled.embedder, default_judge_cache_path(paths), metrics,
     )  # fmt: skip
     row = scored.rows[0]
     scores, reasons = dict(row.scores), dict(row.reasons)

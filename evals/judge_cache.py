@@ -37,7 +37,7 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NO
 
 def default_judge_cache_path(paths: Paths) -> Path:
     """``$MEDCITE_DATA_DIR/cache/judge.sqlite``: beside the other caches, outside any index."""
-    return paths.data_dir / "cache" / "judge.sqlite"
+    return paths.cache_dir / "judge.sqlite"
 
 
 def call_key(fingerprint: dict[str, Any], kind: str, payload: dict[str, Any]) -> str:

@@ -85,7 +85,7 @@ def run_retrieval(
             elif cell["rerank"] == "llm":
                 if generator is None:
                     raise MedciteError("the llm reranker needs a generator; check the config's profile")
-                cache = ScoreCache(paths.data_dir / "cache" / "rerank.sqlite")
+                cache = ScoreCache(paths.cache_dir / "rerank.sqlite")
                 reranker = LlmRelevanceReranker(generator, cache=cache)
             for ds, qid, text in tqdm(todo, desc=name, unit="q", disable=not progress, dynamic_ncols=True):
                 t0 = time.perf_counter()

@@ -140,10 +140,15 @@ def _run_cell(
         stats["cache_misses"] += generator.misses - misses0
 
 
+def generation_cache_path(paths: Paths) -> Path:
+    """Where every eval run keeps the model's answers, so a rerun asks only what is new."""
+    return paths.cache_dir / "generations.sqlite"
+
+
 def open_generator(config: EvalConfig, paths: Paths) -> CachingGenerator:
     """The profile's generator behind the run cache (shared by every condition of the run)."""
     inner = make_generator(load_profile(config.profile).generator, paths)
-    return CachingGenerator(inner, paths.data_dir / "cache" / "generations.sqlite")
+    return CachingGenerator(inner, generation_cache_path(paths))
 
 
 def load_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
@@ -221,7 +226,7 @@ def run_eval(
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
     needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
-    cache_path = paths.data_dir / "cache" / "generations.sqlite"
+    cache_path = generation_cache_path(paths)
     model = None
     if generator is not None:
         model = CachingGenerator(generator, cache_path)

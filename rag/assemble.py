@@ -62,7 +62,7 @@ def make_reranker(config: RerankConfig, generator: Generator, paths: Paths) -> R
         return cls(config.model_path)  # type: ignore[no-any-return]
     from rag.rerank.cache import ScoreCache
 
-    return cls(generator, cache=ScoreCache(paths.data_dir / "cache" / "rerank.sqlite"))  # type: ignore[no-any-return]
+    return cls(generator, cache=ScoreCache(paths.cache_dir / "rerank.sqlite"))  # type: ignore[no-any-return]
 
 
 def check_sentence_budget(config: RerankConfig) -> None:

@@ -208,7 +208,7 @@ def _cmd_seed_cache(args: argparse.Namespace, paths: Paths) -> int:
     names = args.name or sorted(p.name for p in paths.indexes_dir.iterdir() if p.is_symlink())
     embedder = SentenceTransformerEmbedder()
     for name in names:
-        added = seed_from_index(paths.indexes_dir / name, embedder, paths.data_dir / "cache" / "embeddings")
+        added = seed_from_index(paths.indexes_dir / name, embedder, paths.cache_dir / "embeddings")
         print(f"{name}: {added} vectors" if added else f"{name}: skipped (no vectors from this embedder)")
     return 0
 

@@ -34,5 +34,10 @@ class Paths(BaseModel):
         return self.data_dir / "indexes"
 
     @property
+    def cache_dir(self) -> Path:
+        """Embedding, rerank, generation and judge caches (SQLite), safe to delete."""
+        return self.data_dir / "cache"
+
+    @property
     def downloads_dir(self) -> Path:
         return self.data_dir / "downloads"

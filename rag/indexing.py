@@ -81,7 +81,7 @@ def build_from_cli(
         spans=spans,
         tokenizer_name=spans.name,
         embedder=embedder,
-        cache_dir=paths.data_dir / "cache" / "embeddings",
+        cache_dir=paths.cache_dir / "embeddings",
         progress=progress,
     )
     return report.summary()
