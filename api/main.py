@@ -21,6 +21,7 @@ from api.middleware import BodyLimit, RequestContext
 from api.routes import chat, health, retrieve
 from api.settings import ApiSettings, load_settings
 from api.state import Assembler, load_state
+from rag import __version__
 
 
 def serve(settings: ApiSettings) -> None:
@@ -70,7 +71,7 @@ def create_app(settings: ApiSettings | None = None, *, assembler: Assembler | No
     app = FastAPI(
         title="medcite",
         summary="Cited answers to clinical questions; OpenAI-compatible chat, retrieval, health.",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         docs_url="/docs" if settings.env == "development" else None,
         redoc_url=None,

@@ -35,10 +35,9 @@ from indexes.embedder import SentenceTransformerEmbedder
 from indexes.embedding_cache import embed_cached
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR
+from rag import __version__
 from rag.errors import ConfigError, EmptyCorpusError, IndexStoreError
 from rag.types import Chunk, Document
-
-MEDCITE_VERSION = "0.1.0"
 
 
 @dataclass(frozen=True)
@@ -203,7 +202,7 @@ def _build_locked(
             work,
             {
                 "name": config.name,
-                "medcite_version": MEDCITE_VERSION,
+                "medcite_version": __version__,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "sources": [s.describe() for s in sources],
                 "corpus_fingerprint": corpus_fingerprint(chunks),
