@@ -16,7 +16,7 @@ from typing import Any
 from tqdm import tqdm
 
 from evals.answer_quality import AnswerItem, evaluate_answers
-from evals.config import EvalConfig
+from evals.config import EvalConfig, condition_profile
 from evals.generation_cache import CachingGenerator
 from evals.judge_cache import default_judge_cache_path
 from evals.metrics.choice import wilson_interval
@@ -82,7 +82,6 @@ def cited_sentence_counts(answer: Any) -> dict[str, int]:
 
 def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator,
                 items: dict[str, list[Any]], summary: Any, progress: bool) -> None:  # fmt: skip
-    from evals.runner import condition_profile
 
     done = run.done_keys()
     base = load_profile(config.profile)

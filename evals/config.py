@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rag.errors import ConfigError, require
+from rag.profile import Profile
 
 
 class _Strict(BaseModel):
@@ -168,3 +169,23 @@ def load_config(path: Path) -> EvalConfig:
     if not config.mcq and not config.retrieval and not config.answers:
         raise ConfigError(f"{path}: names no dataset; add [[mcq]], [[retrieval]] or [[answers]] entries")
     return config
+
+
+def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
+    """The base profile with a grid cell's index, retrieval mode, reranker, k and verifier applied.
+
+    By default evaluation gives the model exactly k passages: no evidence threshold, so every
+    condition sees the same amount of context and only retrieval quality differs. A grid with
+    ``threshold = "profile"`` keeps the base profile's threshold: the product as shipped.
+    """
+    threshold = base.rerank.threshold if cell.get("threshold") == "profile" else None
+    rerank = base.rerank.model_copy(
+        update={"backend": cell["rerank"], "keep": cell["k"], "threshold": threshold,
+                "candidates": max(cell["k"], base.rerank.candidates)}
+    )  # fmt: skip
+    retrieval = base.retrieval.model_copy(update={"mode": cell["mode"]})
+    verify = base.verify
+    if cell.get("verify", "profile") != "profile":  # that backend with its own threshold
+        verify = verify.model_copy(update={"backend": cell["verify"], "threshold": None, "model_path": None})
+    return base.model_copy(update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank,
+                                   "verify": verify})  # fmt: skip

@@ -18,7 +18,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from evals.config import EvalConfig
+from evals.config import EvalConfig, condition_profile
 from evals.generation_cache import CachingGenerator
 from evals.records import ItemRecord, write_records
 from evals.rundir import RunDir
@@ -45,26 +45,6 @@ class RunSummary:
                 f"{c['seconds']:.0f} s, model calls {c['cache_misses']} (cached {c['cache_hits']})"
             )
         return "\n".join(lines)
-
-
-def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
-    """The base profile with a grid cell's index, retrieval mode, reranker, k and verifier applied.
-
-    By default evaluation gives the model exactly k passages: no evidence threshold, so every
-    condition sees the same amount of context and only retrieval quality differs. A grid with
-    ``threshold = "profile"`` keeps the base profile's threshold: the product as shipped.
-    """
-    threshold = base.rerank.threshold if cell.get("threshold") == "profile" else None
-    rerank = base.rerank.model_copy(
-        update={"backend": cell["rerank"], "keep": cell["k"], "threshold": threshold,
-                "candidates": max(cell["k"], base.rerank.candidates)}
-    )  # fmt: skip
-    retrieval = base.retrieval.model_copy(update={"mode": cell["mode"]})
-    verify = base.verify
-    if cell.get("verify", "profile") != "profile":  # that backend with its own threshold
-        verify = verify.model_copy(update={"backend": cell["verify"], "threshold": None, "model_path": None})
-    return base.model_copy(update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank,
-                                   "verify": verify})  # fmt: skip
 
 
 def _mcq_record(answer_fn: Callable[[], Any], dataset: str, item: Any, condition: str) -> ItemRecord:

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from evals.config import EvalConfig
+from evals.config import EvalConfig, condition_profile
 from evals.records import read_records
-from evals.runner import condition_profile, report_run, run_eval
+from evals.runner import report_run, run_eval
 from rag.config import Paths
 from rag.errors import ConfigError
 from rag.indexing import build_from_cli
