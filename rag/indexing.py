@@ -129,13 +129,14 @@ def make_retriever(
     embedder: Any,
     mode: str,
     *,
-    fusion: str = "rrf",
-    rrf_k: float = 60.0,
+    fusion: str | None = None,
+    rrf_k: float | None = None,
     weights: Sequence[float] | None = None,
-    candidates: int = 50,
+    candidates: int | None = None,
 ) -> Retriever:
+    """The retriever of ``mode`` over ``index``; settings left out take the profile model's defaults."""
     from rag.retrieve.dense import DenseRetriever
-    from rag.retrieve.hybrid import HybridRetriever
+    from rag.retrieve.hybrid import DEFAULTS, HybridRetriever
     from rag.retrieve.lexical import Bm25Retriever
 
     if mode == "bm25":
@@ -147,10 +148,10 @@ def make_retriever(
     if mode == "hybrid":
         return HybridRetriever(
             [Bm25Retriever(index), DenseRetriever(index, embedder)],
-            fusion=fusion,
-            rrf_k=rrf_k,
+            fusion=DEFAULTS.fusion if fusion is None else fusion,
+            rrf_k=DEFAULTS.rrf_k if rrf_k is None else rrf_k,
             weights=weights,
-            candidates=candidates,
+            candidates=DEFAULTS.candidates if candidates is None else candidates,
         )
     raise ConfigError(f"unknown retrieval mode {mode!r}; choose bm25, dense or hybrid")
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.errors import ConfigError
+from rag.profile import RetrievalConfig
 from rag.protocols import Retriever
 from rag.retrieve.fusion import ranked, reciprocal_rank_fusion, weighted_score_fusion
 from rag.types import Filters, Hit
+
+DEFAULTS = RetrievalConfig()  # one home for retrieval defaults: the profile model
 
 
 class HybridRetriever:
@@ -23,10 +26,10 @@ class HybridRetriever:
         self,
         retrievers: list[Retriever],
         *,
-        fusion: str = "rrf",
-        rrf_k: float = 60.0,
+        fusion: str = DEFAULTS.fusion,
+        rrf_k: float = DEFAULTS.rrf_k,
         weights: Sequence[float] | None = None,
-        candidates: int = 50,
+        candidates: int = DEFAULTS.candidates,
     ) -> None:
         if fusion not in {"rrf", "weighted"}:
             raise ConfigError(f"unknown fusion {fusion!r}; choose rrf or weighted")

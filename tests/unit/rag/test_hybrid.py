@@ -57,3 +57,11 @@ def test_weighted_fusion_uses_scores():
 def test_bad_fusion_settings_are_refused(kwargs):
     with pytest.raises(ConfigError):
         HybridRetriever([FixedRetriever("a", []), FixedRetriever("b", [])], **kwargs)
+
+
+def test_hybrid_defaults_are_the_profiles() -> None:
+    from rag.profile import RetrievalConfig
+
+    hybrid = HybridRetriever([FixedRetriever("a", []), FixedRetriever("b", [])])
+    p = RetrievalConfig()
+    assert (hybrid.candidates, hybrid.fusion, hybrid.rrf_k) == (p.candidates, p.fusion, p.rrf_k)
