@@ -11,21 +11,21 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from contextlib import closing
 from typing import Any
 
-from tqdm import tqdm
-
 from evals.answer_quality import AnswerItem, evaluate_answers
+from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig, condition_profile
 from evals.generation_cache import CachingGenerator
 from evals.judge_cache import default_judge_cache_path
 from evals.metrics.choice import wilson_interval
-from evals.records import ItemRecord, write_records
+from evals.records import ItemRecord
 from evals.rundir import RunDir
 from rag.assemble import assemble
 from rag.config import Paths
 from rag.errors import MedciteError
-from rag.profile import load_profile
+from rag.profile import Profile, load_profile
 
 
 def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition: str, config: EvalConfig,
@@ -88,34 +88,21 @@ def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: Cachin
     for ds, dataset_items in items.items():
         for cell in config.answer_conditions(ds):
             name = f"answers/{cell['name'].removeprefix('rag/')}"
-            fresh = {
-                "answered": 0,
-                "skipped": 0,
-                "failed": 0,
-                "seconds": 0.0,
-                "cache_hits": 0,
-                "cache_misses": 0,
-            }
-            stats = summary.conditions.setdefault(name, fresh)
-            todo = [it for it in dataset_items if (name, ds, it.qid) not in done]
-            stats["skipped"] += len(dataset_items) - len(todo)
+            stats = summary.conditions.setdefault(name, ConditionStats())
+            todo = not_done(dataset_items, [(name, ds, it.qid) for it in dataset_items], done, stats)
             if not todo:
                 continue
-            start, hits0, misses0 = time.perf_counter(), generator.hits, generator.misses
-            assembled = assemble(condition_profile(base, cell), paths, generator=generator)
-            try:
-                for item in tqdm(
-                    todo, desc=f"{ds} {name}", unit="q", disable=not progress, dynamic_ncols=True
-                ):
-                    record = answer_record(assembled, generator, item, name, config, paths)
-                    write_records(run.records_path, [record])
-                    stats["answered"] += 1
-                    stats["failed"] += record.error is not None
-            finally:
-                assembled.close()
-                stats["seconds"] = round(stats["seconds"] + time.perf_counter() - start, 1)
-                stats["cache_hits"] += generator.hits - hits0
-                stats["cache_misses"] += generator.misses - misses0
+            profile = condition_profile(base, cell)
+
+            def opened(profile: Profile = profile) -> closing[Any]:
+                return closing(assemble(profile, paths, generator=generator))
+
+            def answer(assembled: Any, item: Any, name: str = name) -> ItemRecord:
+                return answer_record(assembled, generator, item, name, config, paths)
+
+            run_condition(todo, opened, answer, run, stats, generator=generator,
+                          failed=lambda r: r.error is not None, desc=f"{ds} {name}",
+                          progress=progress)  # fmt: skip
 
 
 def answer_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:

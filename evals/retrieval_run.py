@@ -10,14 +10,16 @@ from them.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig
 from evals.generation_cache import CachingGenerator
-from evals.records import ItemRecord, write_records
+from evals.records import ItemRecord
 from evals.rundir import RunDir
 from rag.config import Paths
 from rag.errors import MedciteError
@@ -50,65 +52,64 @@ def run_retrieval(
     config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator | None,
     sets: dict[str, Any], summary: Any, progress: bool,
 ) -> None:  # fmt: skip
-    from rag.rerank.cache import ScoreCache
-    from rag.rerank.llm import LlmRelevanceReranker
 
     g = config.retrieval_grid
     done = run.done_keys()
     for cell in config.retrieval_conditions():
         name = f"retrieval/{cell['name']}"
         limit = g.rerank_n if cell["rerank"] == "llm" else None  # the trained reranker runs on every query
-        todo = [
-            (ds, qid, text)
-            for ds, rset in sets.items()
-            if cell["index"] in config.retrieval_indexes(ds)
-            for qid, text in list(rset.queries.items())[:limit]
-            if (name, ds, qid) not in done
-        ]
-        stats = {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0, "cache_hits": 0, "cache_misses": 0}
-        summary.conditions[name] = stats
-        if not todo:
-            continue
-        start = time.perf_counter()
-        hits0 = generator.hits if generator is not None else 0
-        misses0 = generator.misses if generator is not None else 0
-        index, embedder = open_index(paths, cell["index"], with_embedder=cell["mode"] != "bm25")
-        try:
-            retriever = make_retriever(
-                index, embedder, cell["mode"], candidates=g.depth * CHUNKS_PER_DOCUMENT
-            )
-            reranker: Any = None
-            if cell["rerank"] == "trained":
-                from rag.rerank.trained import TrainedReranker
+        items = [(ds, qid, text) for ds, rset in sets.items() if cell["index"] in config.retrieval_indexes(ds)
+                 for qid, text in list(rset.queries.items())[:limit]]  # fmt: skip
+        stats = summary.conditions.setdefault(name, ConditionStats())
+        todo = not_done(items, [(name, ds, qid) for ds, qid, _ in items], done, stats)
+        if todo:
+            run_condition(todo, partial(_searcher, cell, config, paths, generator),
+                          partial(_record, name=name, depth=g.depth), run, stats, generator=generator,
+                          failed=lambda r: r.error is not None, desc=name, progress=progress)  # fmt: skip
 
-                reranker = TrainedReranker()
-            elif cell["rerank"] == "llm":
-                if generator is None:
-                    raise MedciteError("the llm reranker needs a generator; check the config's profile")
-                cache = ScoreCache(paths.cache_dir / "rerank.sqlite")
-                reranker = LlmRelevanceReranker(generator, cache=cache)
-            for ds, qid, text in tqdm(todo, desc=name, unit="q", disable=not progress, dynamic_ncols=True):
-                t0 = time.perf_counter()
-                try:
-                    hits = retriever.retrieve(text, g.depth * CHUNKS_PER_DOCUMENT)
-                    if reranker is not None:
-                        hits = rerank_head(reranker, text, hits, g.rerank_candidates)
-                    record = ItemRecord(
-                        dataset=ds, qid=qid, condition=name, retrieved=tuple(document_ranking(hits, g.depth)),
-                        latency_s=round(time.perf_counter() - t0, 4),
-                    )  # fmt: skip
-                except MedciteError as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                    record = ItemRecord(dataset=ds, qid=qid, condition=name, error=error)
-                    stats["failed"] += 1
-                write_records(run.records_path, [record])
-                stats["answered"] += 1
-        finally:
-            index.close()
-            stats["seconds"] = round(time.perf_counter() - start, 1)
-            if generator is not None:
-                stats["cache_hits"] = generator.hits - hits0
-                stats["cache_misses"] = generator.misses - misses0
+
+Search = Callable[[str], list[Hit]]
+
+
+@contextmanager
+def _searcher(cell: dict[str, Any], config: EvalConfig, paths: Paths,
+              generator: CachingGenerator | None) -> Iterator[Search]:  # fmt: skip
+    """The cell's retrieval (and reranking of the head) over its index, open while in use."""
+    from rag.rerank.cache import ScoreCache
+    from rag.rerank.llm import LlmRelevanceReranker
+
+    g = config.retrieval_grid
+    index, embedder = open_index(paths, cell["index"], with_embedder=cell["mode"] != "bm25")
+    try:
+        retriever = make_retriever(index, embedder, cell["mode"], candidates=g.depth * CHUNKS_PER_DOCUMENT)
+        reranker: Any = None
+        if cell["rerank"] == "trained":
+            from rag.rerank.trained import TrainedReranker
+
+            reranker = TrainedReranker()
+        elif cell["rerank"] == "llm":
+            if generator is None:
+                raise MedciteError("the llm reranker needs a generator; check the config's profile")
+            reranker = LlmRelevanceReranker(generator, cache=ScoreCache(paths.cache_dir / "rerank.sqlite"))
+
+        def search(text: str) -> list[Hit]:
+            hits = retriever.retrieve(text, g.depth * CHUNKS_PER_DOCUMENT)
+            return hits if reranker is None else rerank_head(reranker, text, hits, g.rerank_candidates)
+
+        yield search
+    finally:
+        index.close()
+
+
+def _record(search: Search, item: tuple[str, str, str], name: str, depth: int) -> ItemRecord:
+    ds, qid, text = item
+    t0 = time.perf_counter()
+    try:
+        hits = search(text)
+    except MedciteError as exc:
+        return ItemRecord(dataset=ds, qid=qid, condition=name, error=f"{type(exc).__name__}: {exc}")
+    return ItemRecord(dataset=ds, qid=qid, condition=name, retrieved=tuple(document_ranking(hits, depth)),
+                      latency_s=round(time.perf_counter() - t0, 4))  # fmt: skip
 
 
 def write_trec(records: list[ItemRecord], path: Path) -> int:

@@ -11,16 +11,16 @@ seconds. Item failures become records with ``pred=None`` and the reason, never a
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from contextlib import AbstractContextManager, closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
+from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig, condition_profile
 from evals.generation_cache import CachingGenerator
-from evals.records import ItemRecord, write_records
+from evals.records import ItemRecord
 from evals.rundir import RunDir
 from rag.assemble import assemble, make_generator
 from rag.choice import choose_option
@@ -34,17 +34,20 @@ from rag.protocols import Generator
 @dataclass
 class RunSummary:
     folder: Path
-    conditions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    conditions: dict[str, ConditionStats] = field(default_factory=dict)
     seconds: float = 0.0
 
     def text(self) -> str:
         lines = [f"run {self.folder} ({self.seconds:.0f} s)"]
         for name, c in self.conditions.items():
             lines.append(
-                f"  {name}: {c['answered']} new, {c['skipped']} already done, {c['failed']} failed, "
-                f"{c['seconds']:.0f} s, model calls {c['cache_misses']} (cached {c['cache_hits']})"
+                f"  {name}: {c.answered} new, {c.skipped} already done, {c.failed} failed, "
+                f"{c.seconds:.0f} s, model calls {c.cache_misses} (cached {c.cache_hits})"
             )
         return "\n".join(lines)
+
+    def cost(self) -> dict[str, dict[str, Any]]:
+        return {name: c.as_dict() for name, c in self.conditions.items()}
 
 
 def _mcq_record(answer_fn: Callable[[], Any], dataset: str, item: Any, condition: str) -> ItemRecord:
@@ -73,10 +76,6 @@ def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], A
     return lambda: assembled.pipeline.choose(item.question, item.options)
 
 
-def _progress(items: list[Any], desc: str, show: bool) -> Iterable[Any]:
-    return tqdm(items, desc=desc, unit="q", disable=not show, dynamic_ncols=True)
-
-
 def run_mcq(
     config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator, items: dict[str, list[Any]],
     summary: RunSummary, progress: bool,
@@ -87,37 +86,29 @@ def run_mcq(
     base = load_profile(config.profile)
     cells = config.conditions()
     for cell in cells:
-        summary.conditions[cell["name"]] = {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0,
-                                            "cache_hits": 0, "cache_misses": 0}  # fmt: skip
+        summary.conditions[cell["name"]] = ConditionStats()
     for ds, dataset_items in items.items():
         for cell in cells:
             name, stats = cell["name"], summary.conditions[cell["name"]]
-            todo = [it for it in dataset_items if (name, ds, it.qid) not in done]
-            stats["skipped"] += len(dataset_items) - len(todo)
+            todo = not_done(dataset_items, [(name, ds, it.qid) for it in dataset_items], done, stats)
             if todo:
                 _run_cell(cell, ds, todo, base, paths, run, generator, stats, progress)
 
 
 def _run_cell(
     cell: dict[str, Any], ds: str, todo: list[Any], base: Profile, paths: Paths, run: RunDir,
-    generator: CachingGenerator, stats: dict[str, Any], progress: bool,
+    generator: CachingGenerator, stats: ConditionStats, progress: bool,
 ) -> None:  # fmt: skip
-    hits0, misses0, start = generator.hits, generator.misses, time.perf_counter()
-    assembled = None
-    if not cell["closed_book"]:
-        assembled = assemble(condition_profile(base, cell), paths, generator=generator)
-    try:
-        for item in _progress(todo, f"{ds} {cell['name']}", progress):
-            record = _mcq_record(_answerer(generator, assembled, item), ds, item, cell["name"])
-            write_records(run.records_path, [record])
-            stats["answered"] += 1
-            stats["failed"] += record.pred is None
-    finally:
-        if assembled is not None:
-            assembled.close()
-        stats["seconds"] = round(stats["seconds"] + time.perf_counter() - start, 1)
-        stats["cache_hits"] += generator.hits - hits0
-        stats["cache_misses"] += generator.misses - misses0
+    def opened() -> AbstractContextManager[Any]:
+        if cell["closed_book"]:
+            return nullcontext(None)
+        return closing(assemble(condition_profile(base, cell), paths, generator=generator))
+
+    def answer(assembled: Any, item: Any) -> ItemRecord:
+        return _mcq_record(_answerer(generator, assembled, item), ds, item, cell["name"])
+
+    run_condition(todo, opened, answer, run, stats, generator=generator, failed=lambda r: r.pred is None,
+                  desc=f"{ds} {cell['name']}", progress=progress)  # fmt: skip
 
 
 def generation_cache_path(paths: Paths) -> Path:
@@ -234,14 +225,14 @@ def run_eval(
                 "queries": {ds: len(s.queries) for ds, s in sets.items()},
                 "answer_items": {ds: len(v) for ds, v in answer_items.items()},
                 "session": {"started": started, "seconds": round(summary.seconds, 1),
-                            "conditions": summary.conditions},
+                            "conditions": summary.cost()},
             }
         )  # fmt: skip
         if model is not None:
             model.close()
     records = run.records()
     write_trec(records, run.folder / "run.trec")
-    write_summary(run.folder, records, sets, summary.conditions)
+    write_summary(run.folder, records, sets, summary.cost())
     return summary
 
 

@@ -92,7 +92,7 @@ def test_eval_killed_mid_run_keeps_whole_records_and_resumes_the_rest(eval_data,
     summary = run(eval_data, out, model)
     records = list(read_records(out / "records.jsonl"))
     assert len(records) == 3 * (5 + 3) == len({(r.condition, r.dataset, r.qid) for r in records})
-    assert sum(c["skipped"] for c in summary.conditions.values()) == len(kept)  # finished items not redone
+    assert sum(c.skipped for c in summary.conditions.values()) == len(kept)  # finished items not redone
     assert model.calls <= 24 - len(kept)  # (an item scored but not yet written comes from the run cache)
     assert all(line.endswith("}") for line in (out / "records.jsonl").read_text().splitlines())
 

@@ -84,12 +84,12 @@ def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp
     records = list(read_records(out / "records.jsonl"))
     assert len(records) == 3 * (5 + 3) == len({(r.condition, r.dataset, r.qid) for r in records})
     assert model.calls == 24 - 10  # only the unfinished items were asked
-    assert sum(c["skipped"] for c in summary.conditions.values()) == 10
+    assert sum(c.skipped for c in summary.conditions.values()) == 10
 
     again = LetterModel()
     rerun = run_eval(cfg, paths, out=out, restart=True, progress=False, generator=again)
     assert again.calls == 0  # same prompts, same model: every answer comes from the cache
-    assert sum(c["cache_hits"] for c in rerun.conditions.values()) == 24
+    assert sum(c.cache_hits for c in rerun.conditions.values()) == 24
 
     metrics = json.loads((out / "metrics.json").read_text())
     medqa = metrics["mcq"]["closed-book"]["medqa"]
@@ -108,6 +108,20 @@ def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp
     assert "RAG vs closed-book" in report and (out / "accuracy_by_dataset.png").stat().st_size > 1000
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["indexes"]["default"]["chunks"] > 0 and manifest["git_commit"]
+
+
+def test_a_resumed_retrieval_run_counts_what_it_skipped(paths, tmp_path):
+    cfg = config("retrieval", mcq=[], retrieval=[{"dataset": "liveqa-medquad", "n": 6, "index": ["default"]}],
+                 retrieval_grid={"mode": ["bm25"], "depth": 3})  # fmt: skip
+    out = tmp_path / "run"
+    first = run_eval(cfg, paths, out=out, progress=False, generator=LetterModel())
+    (name,) = first.conditions
+    queries = first.conditions[name].answered
+    assert queries > 0 and first.conditions[name].skipped == 0
+    again = run_eval(cfg, paths, out=out, progress=False, generator=LetterModel())
+    assert (again.conditions[name].answered, again.conditions[name].skipped) == (0, queries)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["sessions"][-1]["conditions"][name]["skipped"] == queries
 
 
 def test_a_changed_config_under_the_same_name_is_refused(paths, tmp_path):
