@@ -22,10 +22,21 @@ def _add_index_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", default="default", help="index name under $MEDCITE_DATA_DIR/indexes")
 
 
+Sub = argparse._SubParsersAction  # what add_subparsers returns
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="medcite", description="Cited answers from clinical sources.")
     sub = parser.add_subparsers(dest="command", required=True)
+    for add in (_index_commands, _query_commands, _model_commands, _eval_commands, _serve_command):
+        add(sub)
+    sub.add_parser("profiles", help="list the packaged pipeline profiles")
+    sub.add_parser("sources", help="list the corpus sources")
+    return parser
 
+
+def _index_commands(sub: Sub) -> None:
+    """``medcite index build | info | seed-cache``."""
     index = sub.add_parser("index", help="build and inspect indexes").add_subparsers(
         dest="action", required=True
     )
@@ -73,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     seed.add_argument("--name", action="append", help="an index to copy from (repeatable; default: all)")
 
+
+def _query_commands(sub: Sub) -> None:
+    """``medcite retrieve`` and ``medcite ask``."""
     retrieve = sub.add_parser("retrieve", help="print the chunks that best match a question")
     retrieve.add_argument("query")
     retrieve.add_argument("--k", type=int, default=10)
@@ -88,6 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     ask.add_argument("--closed-book", action="store_true", help="answer from model memory only (labelled)")
     ask.add_argument("--json", action="store_true")
 
+
+def _model_commands(sub: Sub) -> None:
+    """``medcite models fetch | info | train-reranker | train-support``."""
     models = sub.add_parser("models", help="local model files").add_subparsers(dest="action", required=True)
     models.add_parser("fetch", help="download, assemble and verify the default generator (once)")
     models.add_parser("info", help="where the model files are and whether they verify")
@@ -113,6 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     support.add_argument("--rank", type=int, default=16, help="adapter rank")
     support.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
 
+
+def _eval_commands(sub: Sub) -> None:
+    """``medcite eval run | compare | report | import-mirage``."""
     evaluate = sub.add_parser(
         "eval", help="benchmark runs, comparisons, published predictions"
     ).add_subparsers(dest="action", required=True)
@@ -132,14 +152,13 @@ def _parser() -> argparse.ArgumentParser:
         "--out", type=Path, help="folder for the runs (default: $MEDCITE_DATA_DIR/runs/mirage)"
     )
 
+
+def _serve_command(sub: Sub) -> None:
+    """``medcite serve``."""
     serve = sub.add_parser("serve", help="run the HTTP API (settings from MEDCITE_* variables)")
     serve.add_argument("--host", help="interface to listen on (default MEDCITE_HOST or 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default MEDCITE_PORT or 8000)")
     serve.add_argument("--profile", action="append", help="a profile to serve (repeatable; default: default)")
-
-    sub.add_parser("profiles", help="list the packaged pipeline profiles")
-    sub.add_parser("sources", help="list the corpus sources")
-    return parser
 
 
 def _cmd_build(args: argparse.Namespace, paths: Paths) -> int:
