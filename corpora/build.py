@@ -139,6 +139,25 @@ def _build_lock(indexes_dir: Path, name: str) -> Iterator[None]:
         yield
 
 
+@dataclass
+class _Stages:
+    """Which build stage is running (and where it writes), for the error if a write fails, and
+    each stage's seconds and the process peak RSS after it (monotonic)."""
+
+    label: str
+    where: Path
+    seconds: dict[str, float] = field(default_factory=dict)
+    peak_mb: dict[str, float] = field(default_factory=dict)
+
+    @contextlib.contextmanager
+    def timed(self, key: str, label: str, where: Path) -> Iterator[None]:
+        self.label, self.where = label, where
+        t0 = time.perf_counter()
+        yield
+        self.seconds[key] = time.perf_counter() - t0
+        self.peak_mb[key] = _peak_rss_mb()
+
+
 def _build_locked(
     sources: list[Source],
     config: BuildConfig,
@@ -153,85 +172,28 @@ def _build_locked(
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{uuid.uuid4().hex[:8]}"
     work = indexes_dir / f".{config.name}.{stamp}.building"
     work.mkdir()
-    seconds: dict[str, float] = {}
-    peak_mb: dict[str, float] = {}  # process peak RSS after each stage (monotonic)
+    stages = _Stages("writing chunks", work)  # named in the error if the disk fills up
     started = time.perf_counter()
-    # Named in the error if the disk fills up (or another write fails).
-    stage, where = "writing chunks", work
     try:
-        counts: dict[str, Any] = {"per_source": {}}
-        t0 = time.perf_counter()
-        n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress))
-        seconds["chunk"] = time.perf_counter() - t0
-        peak_mb["chunk"] = _peak_rss_mb()
-        if n_chunks == 0:
-            names = ", ".join(s.name for s in sources)
-            raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
-        store = ChunkStore(work)
-        chunks = list(store)
-        store.close()
-        passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
-
-        stage = "writing the BM25 index"
-        t0 = time.perf_counter()
-        tokens = [text.tokenize(p) for p in passages]
-        lexical_cls = Bm25sIndex if config.lexical_backend == "bm25s" else RankBm25Index
-        lexical = lexical_cls.build(tokens, config.bm25)
-        lexical.save(work / BM25_DIR)
-        seconds["bm25"] = time.perf_counter() - t0
-        peak_mb["bm25"] = _peak_rss_mb()
-        del tokens
-
-        seconds["embed"] = seconds["faiss"] = 0.0
+        chunks, passages, counts = _write_chunks_and_bm25(sources, config, work, spans, stages, progress)
         reused = 0
+        stages.seconds["embed"] = stages.seconds["faiss"] = 0.0
         if config.dense is not None and embedder is not None:
-            stage, where = "embedding (writing the vector cache)", cache_dir
-            t0 = time.perf_counter()
-            vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
-            seconds["embed"] = time.perf_counter() - t0
-            peak_mb["embed"] = _peak_rss_mb()
-            stage, where = "writing the FAISS index", work
-            t0 = time.perf_counter()
-            DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
-            seconds["faiss"] = time.perf_counter() - t0
-            peak_mb["faiss"] = _peak_rss_mb()
-        seconds["total"] = time.perf_counter() - started
-
-        stage = "writing the manifest"
-        manifest = write_manifest(
-            work,
-            {
-                "name": config.name,
-                "medcite_version": __version__,
-                "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "sources": [s.describe() for s in sources],
-                "corpus_fingerprint": corpus_fingerprint(chunks),
-                "chunker": {**asdict(config.chunker), "tokenizer": tokenizer_name, "limit": config.limit},
-                "tokenizer": text.tokenizer_config(),
-                "lexical": {"backend": config.lexical_backend, **asdict(config.bm25)},
-                "dense": asdict(config.dense) if config.dense is not None else None,
-                "embedder": embedder.fingerprint() if config.dense is not None and embedder else None,
-                "counts": {
-                    "documents": sum(p["documents"] for p in counts["per_source"].values()),
-                    "chunks": n_chunks,
-                    "per_source": counts["per_source"],
-                    "embeddings_from_cache": reused,
-                },
-                "build": {
-                    "seconds": seconds,
-                    "peak_rss_mb": _peak_rss_mb(),
-                    "peak_rss_mb_after_stage": peak_mb,
-                    "python": platform.python_version(),
-                    "machine": platform.machine(),
-                },
-            },
-        )
+            with stages.timed("embed", "embedding (writing the vector cache)", cache_dir):
+                vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
+            with stages.timed("faiss", "writing the FAISS index", work):
+                DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
+        stages.seconds["total"] = time.perf_counter() - started
+        counts["embeddings_from_cache"] = reused
+        stages.label, stages.where = "writing the manifest", work
+        fields = _manifest_fields(sources, config, chunks, counts, tokenizer_name, embedder, stages)
+        manifest = write_manifest(work, fields)
         final = indexes_dir / f"{config.name}.{stamp}"
         work.rename(final)
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)  # deleting frees space even on a full disk
         if isinstance(exc, OSError | sqlite3.Error):
-            raise _write_error(exc, config.name, stage, where) from exc
+            raise _write_error(exc, config.name, stages.label, stages.where) from exc
         raise
     try:
         _point_link_at(indexes_dir / config.name, final)
@@ -240,6 +202,59 @@ def _build_locked(
             shutil.rmtree(final, ignore_errors=True)
         raise _write_error(exc, config.name, "publishing the new build", indexes_dir) from exc
     return BuildReport(folder=final, manifest=manifest)
+
+
+def _write_chunks_and_bm25(
+    sources: list[Source], config: BuildConfig, work: Path, spans: TokenSpans, stages: _Stages, progress: bool
+) -> tuple[list[Chunk], list[str], dict[str, Any]]:
+    """Chunks to ``chunks.jsonl`` and the BM25 index over them; returns the chunks, the texts that
+    were indexed (title, section and body) and counts."""
+    counts: dict[str, Any] = {"per_source": {}}
+    with stages.timed("chunk", "writing chunks", work):
+        n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress))
+    if n_chunks == 0:
+        names = ", ".join(s.name for s in sources)
+        raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
+    store = ChunkStore(work)
+    chunks = list(store)
+    store.close()
+    passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
+    with stages.timed("bm25", "writing the BM25 index", work):
+        tokens = [text.tokenize(p) for p in passages]
+        lexical_cls = Bm25sIndex if config.lexical_backend == "bm25s" else RankBm25Index
+        lexical_cls.build(tokens, config.bm25).save(work / BM25_DIR)
+        del tokens
+    counts["documents"] = sum(p["documents"] for p in counts["per_source"].values())
+    counts["chunks"] = n_chunks
+    return chunks, passages, counts
+
+
+def _manifest_fields(
+    sources: list[Source], config: BuildConfig, chunks: list[Chunk], counts: dict[str, Any],
+    tokenizer_name: str, embedder: SentenceTransformerEmbedder | None, stages: _Stages,
+) -> dict[str, Any]:  # fmt: skip
+    dense = config.dense is not None and embedder is not None
+    order = ("documents", "chunks", "per_source", "embeddings_from_cache")
+    return {
+        "name": config.name,
+        "medcite_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sources": [s.describe() for s in sources],
+        "corpus_fingerprint": corpus_fingerprint(chunks),
+        "chunker": {**asdict(config.chunker), "tokenizer": tokenizer_name, "limit": config.limit},
+        "tokenizer": text.tokenizer_config(),
+        "lexical": {"backend": config.lexical_backend, **asdict(config.bm25)},
+        "dense": asdict(config.dense) if config.dense is not None else None,
+        "embedder": embedder.fingerprint() if dense and embedder is not None else None,
+        "counts": {key: counts[key] for key in order},
+        "build": {
+            "seconds": stages.seconds,
+            "peak_rss_mb": _peak_rss_mb(),
+            "peak_rss_mb_after_stage": stages.peak_mb,
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+        },
+    }
 
 
 def _write_error(exc: OSError | sqlite3.Error, name: str, stage: str, where: Path) -> IndexStoreError:
