@@ -260,24 +260,34 @@ class Pipeline:
                          usage=usage, notes=(prompts.closed_book_label(),))  # fmt: skip
             return
         found = self.evidence(question, filters=filters, clock=clock, history=history)
-        if not found.kept:
-            abstention = self._abstain(
-                question, clock, found, f"no passage cleared the evidence threshold "
-                f"({len(found.dropped)} candidates scored below it)",
-            )  # fmt: skip
-            yield abstention.text
-            yield abstention
-            return
         gate = SupportGate(
             question, found.kept, self.verifier, self.settings.support_policy,
             abstain_token=prompts.abstain_token(),
         )  # fmt: skip
-        off_topic = gate.off_topic_everywhere() if self.settings.support_policy != "flag" else None
-        if off_topic:  # nothing the model could cite would be shown: do not generate
-            abstention = self._abstain(question, clock, found, off_topic)
+        reason = self._no_generation_reason(found, gate)
+        if reason is not None:
+            abstention = self._abstain(question, clock, found, reason)
             yield abstention.text
             yield abstention
             return
+        yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
+
+    def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:
+        """Why the pipeline abstains before generating, if it does: no passage cleared the evidence
+        threshold, or none is about the question (nothing the model could cite would be shown;
+        not under ``flag``, which shows everything)."""
+        if not found.kept:
+            dropped = len(found.dropped)
+            return f"no passage cleared the evidence threshold ({dropped} candidates scored below it)"
+        if self.settings.support_policy == "flag":
+            return None
+        return gate.off_topic_everywhere()
+
+    def _generate_gated(
+        self, question: str, clock: Clock, found: Evidence, gate: SupportGate, stream_tokens: bool,
+        cancelled: Callable[[], bool] | None,
+    ) -> Iterator[str | Answer]:  # fmt: skip
+        """Generate from the kept passages; the gate lets each sentence out once verified."""
         pieces = self._generate(prompts.rag_messages(question, found.kept), clock, stream_tokens)
         raw, sent = "", ""
         try:
