@@ -197,10 +197,9 @@ def run_eval(
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
     needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
-    cache_path = generation_cache_path(paths)
     model = None
     if generator is not None:
-        model = CachingGenerator(generator, cache_path)
+        model = CachingGenerator(generator, generation_cache_path(paths))
     elif needs_model:
         model = open_generator(config, paths)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -215,19 +214,16 @@ def run_eval(
             run_retrieval(config, paths, run, model, sets, summary, progress)
     finally:
         summary.seconds = time.perf_counter() - start
-        run.write_manifest(
-            {
-                "name": config.name,
-                "seed": config.seed,
-                "generator": model.fingerprint() if model is not None else None,
-                "indexes": _index_fingerprints(config, paths),
-                "items": {ds: len(v) for ds, v in items.items()},
-                "queries": {ds: len(s.queries) for ds, s in sets.items()},
-                "answer_items": {ds: len(v) for ds, v in answer_items.items()},
-                "session": {"started": started, "seconds": round(summary.seconds, 1),
-                            "conditions": summary.cost()},
-            }
-        )  # fmt: skip
+        run.write_manifest({
+            "name": config.name, "seed": config.seed,
+            "generator": model.fingerprint() if model is not None else None,
+            "indexes": _index_fingerprints(config, paths),
+            "items": {ds: len(v) for ds, v in items.items()},
+            "queries": {ds: len(s.queries) for ds, s in sets.items()},
+            "answer_items": {ds: len(v) for ds, v in answer_items.items()},
+            "session": {"started": started, "seconds": round(summary.seconds, 1),
+                        "conditions": summary.cost()},
+        })  # fmt: skip
         if model is not None:
             model.close()
     records = run.records()
