@@ -54,7 +54,7 @@ def start_server(profiles: str, port: int, env: dict[str, str] | None = None) ->
     """``medcite serve`` on 127.0.0.1:port (development mode unless ``env`` says otherwise)."""
     env = {**os.environ, "MEDCITE_ENV": "development", "MEDCITE_PROFILES": profiles, **(env or {})}
     process = subprocess.Popen(
-        [sys.executable, "-m", "rag.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "medcite", "serve", "--port", str(port)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 300

@@ -33,7 +33,7 @@ def served(small_index_paths):
     env = {**os.environ, "MEDCITE_DATA_DIR": str(small_index_paths.data_dir), "MEDCITE_API_KEYS": KEY,
            "MEDCITE_PROFILES": "fast", "MEDCITE_ENV": "production"}  # fmt: skip
     process = subprocess.Popen(
-        [sys.executable, "-m", "rag.cli", "serve", "--port", str(port)],
+        [sys.executable, "-m", "medcite", "serve", "--port", str(port)],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -14,7 +14,7 @@ import pytest
 def medcite(*args: str, data_dir: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MEDCITE_DATA_DIR": str(data_dir)}
     result = subprocess.run(
-        [sys.executable, "-m", "rag.cli", *args], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-m", "medcite", *args], capture_output=True, text=True, env=env, timeout=300
     )
     if check and result.returncode != 0:
         raise AssertionError(f"medcite {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
@@ -123,7 +123,7 @@ def test_ask_with_unknown_profile_or_missing_model_says_what_to_do(bm25_index, t
     profile.write_text('index = "om"\n[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "none"\n')
     env_model = {"MEDCITE_MODEL_DIR": str(tmp_path / "no-models")}
     result = subprocess.run(
-        [sys.executable, "-m", "rag.cli", "ask", "Which score?", "--profile", str(profile)],
+        [sys.executable, "-m", "medcite", "ask", "Which score?", "--profile", str(profile)],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "MEDCITE_DATA_DIR": str(bm25_index), **env_model},
     )  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 
 from corpora.build import BuildConfig, build_index
 from indexes.dense import DenseParams
-from rag.cli import main
+from medcite.cli import main
 from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
 
 
