@@ -64,6 +64,9 @@ _WORD = re.compile(r"\w")
 _OFF_TOPIC = re.compile(r"^cites \[\d+\] .*, which does not mention (.*)$")
 
 
+Scored = tuple[SentenceSupport, dict[int, float]]  # a sentence's support and each cited passage's
+
+
 class SupportChecker(Protocol):
     """What the gate needs of a verifier (``rag.generate.verify.SupportVerifier`` is one)."""
 
@@ -112,6 +115,7 @@ class SupportGate:
         self._cited: list[int] = []  # markers of the sentences in the text, by first use
         self._missing: dict[int, tuple[str, ...]] = {}
         self._trimmed: list[int] = []  # markers taken out of sentences (_without_off_topic)
+        self._moved: list[tuple[tuple[int, ...], int]] = []  # (markers, the one now cited) (_recite)
 
     # -- streaming ------------------------------------------------------------------------------
     def feed(self, raw: str) -> str:
@@ -150,6 +154,12 @@ class SupportGate:
                 f"{len(self._trimmed)} citations taken out of sentences that also cite a passage about the "
                 f"question, as not about it ({titles}); those sentences were verified without them"
             )
+        if self._moved:
+            moves = "; ".join(f"{''.join(f'[{k}]' for k in old)} -> [{new}]" for old, new in self._moved)
+            notes.append(
+                f"{len(self._moved)} sentences cited a passage that does not support them, or is not "
+                f"about the question; each now cites the passage that does ({moves})"
+            )
         if failed and self.policy == "flag":
             notes.append(
                 f"{_summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
@@ -171,6 +181,7 @@ class SupportGate:
         start = time.perf_counter()
         batch = [self._without_off_topic(s) for s in batch]
         scored = self._score(batch)
+        self._recite(batch, scored)
         out: list[str] = []
         for sentence, (record, by_marker) in zip(batch, scored, strict=True):
             reasons = self._reasons(sentence, record)
@@ -214,6 +225,35 @@ class SupportGate:
             self._trimmed.append(k)
         kept = tuple(k for k in sentence.markers if k not in off)
         return replace(sentence, text=text, markers=kept)
+
+    def _recite(self, batch: list[ParsedSentence], scored: list[Scored]) -> None:
+        """Cite the passage that supports a sentence when the one it cites does not.
+
+        A sentence that cites passages of which none supports it, or only passages not about the
+        question, is verified against each other passage about the question; if one supports it,
+        its markers are replaced by that passage's (the best supporting one) and it is judged as
+        so cited. The model often copies a line from [1] and cites [2]; the sentence is then
+        shown, cited to a passage that supports it, and a note says so. A sentence no passage
+        supports is left to the gate as before."""
+        if self.verifier is None:
+            return
+        tries: list[tuple[int, int, ParsedSentence]] = []
+        for i, (sentence, (record, _)) in enumerate(zip(batch, scored, strict=True)):
+            cited_on_topic = any(not self._missing_for(k) for k in sentence.markers)
+            if not sentence.markers or (record.supported and cited_on_topic):
+                continue
+            tries += [(i, k, _cited_to(sentence, k)) for k in range(1, len(self.sources) + 1)
+                      if k not in sentence.markers and not self._missing_for(k)]  # fmt: skip
+        if not tries:
+            return
+        results = self.verifier.score_sentences([t[2] for t in tries], self.sources)
+        best: dict[int, tuple[ParsedSentence, Scored]] = {}
+        for (i, _k, variant), result in zip(tries, results, strict=True):
+            if result[0].supported and (i not in best or result[0].support > best[i][1][0].support):
+                best[i] = (variant, result)
+        for i, (variant, result) in best.items():
+            self._moved.append((batch[i].markers, variant.markers[0]))
+            batch[i], scored[i] = variant, result
 
     def _score(self, batch: Sequence[ParsedSentence]) -> list[tuple[SentenceSupport, dict[int, float]]]:
         if self.verifier is None:
@@ -266,6 +306,18 @@ class SupportGate:
     def _could_be_abstention(self, raw: str) -> bool:
         probe = raw.lstrip().upper()
         return probe.startswith(self.abstain_token) or self.abstain_token.startswith(probe)
+
+
+def _cited_to(sentence: ParsedSentence, marker: int) -> ParsedSentence:
+    """``sentence`` with its markers replaced by ``[marker]``, placed before its final stop."""
+    text = sentence.text
+    for k in sentence.markers:
+        text = re.sub(rf"[ \t]*\[{k}\](?=[ \t]*(?:[.;:,!?[]|$))|\[{k}\]", "", text)
+    body = text.rstrip()
+    stop = body[-1] if body and body[-1] in ".!?" else ""
+    body = body[: len(body) - len(stop)].rstrip()
+    trailing = text[len(text.rstrip()) :]
+    return replace(sentence, text=f"{body} [{marker}]{stop}{trailing}", markers=(marker,))
 
 
 def _begun(after: str) -> bool:

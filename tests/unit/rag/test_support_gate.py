@@ -120,11 +120,30 @@ def test_abstain_presents_an_answer_whose_every_sentence_is_supported():
     assert pieces == [answer.text]  # nothing streams before the end under abstain
 
 
+# -- citing the passage that supports a sentence ------------------------------------------------
+def test_a_sentence_citing_the_wrong_passage_is_cited_to_the_one_that_supports_it():
+    verifier = ScriptedVerifier(only_from={"Men scoring": [2]})
+    reply = f"{GOOD} Men scoring 2 or more should receive anticoagulation [1]."
+    pieces, answer = streamed(make(reply, verifier=verifier)[0])
+    assert answer.mode == "rag" and answer.text == f"{GOOD} {GOOD_2}" == "".join(pieces)
+    assert [c.marker for c in answer.citations] == [1, 2]
+    assert [s.status for s in answer.sentences] == ["shown", "shown"] and answer.sentences[1].markers == (2,)
+    assert any("now cites the passage that does ([1] -> [2])" in n for n in answer.notes)
+
+
+def test_a_sentence_no_passage_supports_is_still_removed_and_never_cited_to_an_off_topic_one():
+    verifier = ScriptedVerifier(only_from={"Men scoring": [3]})  # only the melanoma list "supports" it
+    reply = f"{GOOD} Men scoring 2 or more should receive anticoagulation [1]."
+    answer = make(reply, verifier=verifier)[0].answer(QUESTION)
+    assert answer.text == GOOD and answer.sentences[1].status == "removed"
+    assert not any("now cites" in n for n in answer.notes)
+
+
 # -- aboutness ----------------------------------------------------------------------------------
 def test_a_supported_sentence_citing_a_passage_not_about_the_question_is_not_presented():
-    everything_supported = ScriptedVerifier()
+    supported_by_its_passage = ScriptedVerifier(only_from={"Melanoma": [3]})
     reply = f"{GOOD} Melanoma is very frequent [3]."
-    answer = make(reply, verifier=everything_supported)[0].answer(QUESTION)
+    answer = make(reply, verifier=supported_by_its_passage)[0].answer(QUESTION)
     assert answer.mode == "rag" and answer.text == GOOD
     off = answer.sentences[1]
     assert off.supported and not off.on_topic and off.status == "removed"
