@@ -14,8 +14,11 @@ checked twice:
 A sentence citing both passages about the question and passages that are not (a list of a
 rare disease's features citing [1][2][3] where [3] is the phenotype list of a neighbouring
 disease) loses the markers of the latter first and is verified against the rest alone; a note
-names the passages taken out. A sentence that passes both checks is shown as written. One that
-fails either is handled by the profile's ``[verify] policy``:
+names the passages taken out. A sentence none of whose cited passages supports it (or which
+cites only passages not about the question) is verified against each other passage about the
+question, and cited to the best one that supports it; a note lists the moves (``_recite``). A
+sentence that passes both checks is shown as written. One that fails either is handled by the
+profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
   ``status="removed"`` and the reasons; a note says how many were removed and why. When no
