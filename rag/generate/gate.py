@@ -55,6 +55,7 @@ import numpy as np
 
 from rag.generate.aboutness import Question
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
+from rag.generate.support_signals import listed_entries
 from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
@@ -119,6 +120,7 @@ class SupportGate:
         self._missing: dict[int, tuple[str, ...]] = {}
         self._trimmed: list[int] = []  # markers taken out of sentences (_without_off_topic)
         self._moved: list[tuple[tuple[int, ...], int]] = []  # (markers, the one now cited) (_recite)
+        self._lists_cut: list[int] = []  # items left out of each list rewritten (_trim_lists)
 
     # -- streaming ------------------------------------------------------------------------------
     def feed(self, raw: str) -> str:
@@ -163,6 +165,11 @@ class SupportGate:
                 f"{len(self._moved)} sentences cited a passage that does not support them, or is not "
                 f"about the question; each now cites the passage that does ({moves})"
             )
+        if self._lists_cut:
+            notes.append(
+                f"{len(self._lists_cut)} list sentences were cut to the items that passages about the "
+                f"question list, cited to those passages ({sum(self._lists_cut)} items left out)"
+            )
         if failed and self.policy == "flag":
             notes.append(
                 f"{_summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
@@ -185,6 +192,7 @@ class SupportGate:
         batch = [self._without_off_topic(s) for s in batch]
         scored = self._score(batch)
         self._recite(batch, scored)
+        self._trim_lists(batch, scored)
         out: list[str] = []
         for sentence, (record, by_marker) in zip(batch, scored, strict=True):
             reasons = self._reasons(sentence, record)
@@ -257,6 +265,44 @@ class SupportGate:
         for i, (variant, result) in best.items():
             self._moved.append((batch[i].markers, variant.markers[0]))
             batch[i], scored[i] = variant, result
+
+    def _trim_lists(self, batch: list[ParsedSentence], scored: list[Scored]) -> None:
+        """Present the part of a list that the passages list.
+
+        A sentence that still fails and is a plain list ("The symptoms of X include A, B, C and
+        D") keeps the items that are, word for word, entries of passages about the question (A
+        and C), cited to those passages, and loses the rest (B, a paraphrase; D, misspelt or
+        from memory); the note counts the items left out. It needs at least two items kept and
+        is verified again as rewritten (every item an entry of a passage it cites). Items with a
+        number, or a lead-in with a negation, are never rewritten (``listed_entries``)."""
+        if self.verifier is None:
+            return
+        on_topic = [k for k in range(1, len(self.sources) + 1) if not self._missing_for(k)]
+        chunks = [self.sources[k - 1].chunk for k in on_topic]
+        tries: list[tuple[int, ParsedSentence, int]] = []
+        for i, (sentence, (record, _)) in enumerate(zip(batch, scored, strict=True)):
+            off_topic = any(self._missing_for(k) for k in sentence.markers)
+            listing = None
+            if sentence.markers and (not record.supported or off_topic):
+                listing = listed_entries(sentence.claim, chunks)
+            if listing is None:
+                continue
+            lead_in, items = listing
+            kept = [(item, on_topic[held[0]]) for item, held in items if held]
+            if len(kept) < 2:
+                continue
+            markers = tuple(sorted({k for _, k in kept}))
+            body = f"{lead_in}{', '.join(item for item, _ in kept[:-1])} and {kept[-1][0]}"
+            text = body + " " + "".join(f"[{k}]" for k in markers) + "."
+            variant = replace(sentence, text=text, claim=f"{body}.", markers=markers)
+            tries.append((i, variant, len(items) - len(kept)))
+        if not tries:
+            return
+        results = self.verifier.score_sentences([t[1] for t in tries], self.sources)
+        for (i, variant, dropped), result in zip(tries, results, strict=True):
+            if result[0].supported:
+                batch[i], scored[i] = variant, result
+                self._lists_cut.append(dropped)
 
     def _score(self, batch: Sequence[ParsedSentence]) -> list[tuple[SentenceSupport, dict[int, float]]]:
         if self.verifier is None:

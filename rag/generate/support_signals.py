@@ -285,12 +285,13 @@ def listed_in_passage(claim: str, chunk: Chunk) -> bool:
     A list answer ("Gait disturbance; Chorea", "Symptoms of X include A, B and C") often spans
     more of a phenotype list than one window of the support model holds, so the model cannot
     see all of it at once; when each item is, word for word, one line or sentence of the cited
-    passage, the passage states every item. Deliberately narrow: at least two items, no digit in
-    any item (a dose or a count is never accepted this way: the items could come from different
-    rows), only a plain lead-in without a negation (an item may hold one: "Absent fingernail" is
-    an entry as written), and items match whole entries (adjacent items may join, for entries
-    with a comma or an "and" such as "Intellectual disability, severe" and "Nausea and
-    vomiting"), never substrings.
+    passage, the passage states every item. Deliberately narrow: at least two items, a lead-in
+    without a negation (an item may hold one: "Absent fingernail" is an entry
+    as written), and items match whole entries (adjacent items may join, for entries with a
+    comma or an "and" such as "Intellectual disability, severe" and "Nausea and vomiting"),
+    never substrings. An item with a number ("Clinodactyly of the 5th finger") must be a whole
+    entry on its own, never joined with its neighbours, so no number moves from one row to
+    another (a dose split over two items is not accepted).
     """
     return listed_in_passages(claim, [chunk])
 
@@ -305,7 +306,7 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
     does not apply.
     """
     lead_in, items = _split_list(claim)
-    if not chunks or any(_NUMBER.search(i) for i in items) or _NEGATION.search(lead_in):
+    if not chunks or _NEGATION.search(lead_in):
         return False  # a negation inside an item is fine: the item must be an entry as written
     if len(items) < 2:
         return False
@@ -314,6 +315,8 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
     at = 0
     while at < len(items):  # greedy: the longest run of items that is one entry of a passage
         for end in range(len(items), at, -1):
+            if end - at > 1 and any(_NUMBER.search(i) for i in items[at:end]):
+                continue  # an item with a number is one whole entry on its own, never joined
             keys = {_item_key(", ".join(items[at:end])), _item_key(" and ".join(items[at:end]))}
             holders = [n for n, have in enumerate(entries) if keys & have]
             if holders:
@@ -323,6 +326,30 @@ def listed_in_passages(claim: str, chunks: Sequence[Chunk]) -> bool:
         else:
             return False
     return len(used) == len(chunks)
+
+
+Listing = tuple[str, list[tuple[str, tuple[int, ...]]]]  # lead-in, (item, passages holding it)
+
+
+def listed_entries(claim: str, chunks: Sequence[Chunk]) -> Listing | None:
+    """A list sentence's lead-in and each item with the passages (indices into ``chunks``) that
+    hold it as a whole entry (none: ``()``); ``None`` when the sentence is not a list this may
+    apply to: no plain lead-in ("The symptoms of X include"), a negation in it, or fewer than
+    two items. An item "A and B" that is no entry counts as its two parts.
+    """
+    lead_in, items = _split_list(claim)
+    if not lead_in.strip() or _NEGATION.search(lead_in):
+        return None
+    entries = [_entries(chunk) for chunk in chunks]
+    out: list[tuple[str, tuple[int, ...]]] = []
+    for item in items:
+        parts = [item]
+        if not any(_item_key(item) in have for have in entries):
+            parts = [p for p in re.split(r"\s+and\s+", item) if _item_key(p)]
+        for part in parts:
+            text = part.strip(" .:;,")
+            out.append((text, tuple(n for n, have in enumerate(entries) if _item_key(text) in have)))
+    return (lead_in, out) if len(out) >= 2 else None
 
 
 def list_items(sentence: str) -> list[str]:

@@ -328,7 +328,7 @@ def test_score_sentences_gives_each_sentences_support_per_cited_passage():
 
 HPO = (
     "Gait disturbance\nAbnormality of movement\nIntellectual disability, severe\nChorea\n"
-    "Absent fingernail\nNausea and vomiting"
+    "Absent fingernail\nNausea and vomiting\nClinodactyly of the 5th finger\n5 mg, twice daily"
 )
 
 
@@ -347,7 +347,9 @@ HPO = (
         ("Symptoms include absent chorea and gait disturbance", False),  # ... not inside another
         ("Chorea, nausea and vomiting", True),  # an entry with an "and", items joined back
         ("Gait disturbance", False),  # one item: not a list, the model decides
-        ("Chorea, 2 times daily; gait disturbance", False),  # a digit in an item: never accepted this way
+        ("Chorea, 2 times daily; gait disturbance", False),  # an item with a number that is no entry
+        ("Symptoms include clinodactyly of the 5th finger and chorea.", True),  # a numbered entry, whole
+        ("Symptoms include chorea, 5 mg and twice daily.", False),  # "5 mg, twice daily" is never joined
         ("Symptoms of 22q11.2 duplication include chorea and gait disturbance.", True),  # in the name only
         ("Benign hereditary chorea symptoms include chorea and gait disturbance.", True),
         ("Benign hereditary chorea can cause symptoms such as chorea and gait disturbance.", True),

@@ -139,6 +139,31 @@ def test_a_sentence_no_passage_supports_is_still_removed_and_never_cited_to_an_o
     assert not any("now cites" in n for n in answer.notes)
 
 
+LIST_QUESTION = "What are the symptoms of familial melanoma?"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "shown"),
+    [  # the scripted verifier rejects any claim naming freckles (no passage lists them)
+        ("The symptoms of familial melanoma include melanoma, freckles and nevus [3].",
+         "The symptoms of familial melanoma include melanoma and nevus [3]."),
+        ("The symptoms of familial melanoma include melanoma, nevus and freckles [1].",  # wrong passage too
+         "The symptoms of familial melanoma include melanoma and nevus [3]."),
+        ("The symptoms of familial melanoma include melanoma and freckles [3].", None),  # one item left
+        ("Familial melanoma never causes melanoma, nevus or freckles [3].", None),  # no plain lead-in
+    ],
+)  # fmt: skip
+def test_a_list_is_cut_to_the_items_its_passages_list(sentence, shown):
+    pieces, answer = streamed(make(sentence, verifier=ScriptedVerifier(unsupported=["freckles"]))[0],
+                              LIST_QUESTION)  # fmt: skip
+    if shown is None:
+        assert answer.mode == "abstained" and answer.sentences[0].status == "removed"
+        return
+    assert answer.mode == "rag" and answer.text == shown == "".join(pieces)
+    assert [c.marker for c in answer.citations] == [3]
+    assert any("1 list sentences were cut" in n and "1 items left out" in n for n in answer.notes)
+
+
 # -- aboutness ----------------------------------------------------------------------------------
 def test_a_supported_sentence_citing_a_passage_not_about_the_question_is_not_presented():
     supported_by_its_passage = ScriptedVerifier(only_from={"Melanoma": [3]})
