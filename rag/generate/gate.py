@@ -166,9 +166,11 @@ class SupportGate:
                 f"about the question; each now cites the passage that does ({moves})"
             )
         if self._lists_cut:
+            left_out = sum(self._lists_cut)
+            rest = f", {left_out} items no such passage lists left out" if left_out else ""
             notes.append(
-                f"{len(self._lists_cut)} list sentences were cut to the items that passages about the "
-                f"question list, cited to those passages ({sum(self._lists_cut)} items left out)"
+                f"{len(self._lists_cut)} list sentences were cited to the passages about the question "
+                f"that list their items{rest}"
             )
         if failed and self.policy == "flag":
             notes.append(

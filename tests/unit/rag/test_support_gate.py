@@ -161,7 +161,8 @@ def test_a_list_is_cut_to_the_items_its_passages_list(sentence, shown):
         return
     assert answer.mode == "rag" and answer.text == shown == "".join(pieces)
     assert [c.marker for c in answer.citations] == [3]
-    assert any("1 list sentences were cut" in n and "1 items left out" in n for n in answer.notes)
+    assert any("1 list sentences were cited" in n and "1 items no such passage lists left out" in n
+               for n in answer.notes)  # fmt: skip
 
 
 # -- aboutness ----------------------------------------------------------------------------------
