@@ -17,7 +17,9 @@ disease) loses the markers of the latter first and is verified against the rest 
 names the passages taken out. A sentence none of whose cited passages supports it (or which
 cites only passages not about the question) is verified against each other passage about the
 question, and cited to the best one that supports it; a note lists the moves (``_recite``). A
-sentence that passes both checks is shown as written. One that fails either is handled by the
+list sentence that still fails ("The symptoms of X include A, B and C") keeps the items that
+passages about the question list word for word, cited to those passages, if at least two remain
+(``_trim_lists``). A sentence that passes both checks is shown as written. One that fails either is handled by the
 profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
