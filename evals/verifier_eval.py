@@ -240,6 +240,38 @@ def _pr(entry: dict[str, Any]) -> str:
     return f"{entry['precision']:.3f} / {entry['recall']:.3f}"
 
 
+def _by_kind(
+    test: dict[str, Any], verifiers: list[tuple[str, Any]], sample: dict[str, Any] | None
+) -> list[str]:
+    """The per-kind table (and the judge sample's, when there is one)."""
+    lines = [
+        "",
+        "The dev threshold is the highest score keeping recall 0.80 on the dev split; the last column "
+        "picks that threshold on the test split itself (an upper bound, not a result).",
+        "",
+        "Share of each pair kind on the right side of the threshold (own: accepted; others: caught), "
+        "at 0.5 and at the dev threshold:",
+        "",
+        "| kind | pairs | " + " | ".join(f"{n} (0.5) | {n} (dev t)" for n, _ in verifiers) + " |",
+        "|---|---|" + "---|---|" * len(verifiers),
+    ]
+    for kind, e in test["by_kind"].items():
+        row = f"| {kind} | {e['pairs']} |"
+        for _, entry in verifiers:
+            k = entry["test"]["by_kind"][kind]
+            at_dev = k.get("accepted_at_dev_threshold", k.get("caught_at_dev_threshold"))
+            row += f" {k.get('accepted', k.get('caught')):.3f} | {at_dev:.3f} |"
+        lines.append(row)
+    if sample:
+        lines += ["", "Judge sample (heuristic vs heuristic with the LLM judge, at 0.5):", "",
+                  "| kind | heuristic | with judge |", "|---|---|---|"]  # fmt: skip
+        for kind, h in sample["heuristic"]["by_kind"].items():
+            j = sample["with_judge"]["by_kind"][kind]
+            lines.append(f"| {kind} | {h.get('accepted', h.get('caught')):.3f} | "
+                         f"{j.get('accepted', j.get('caught')):.3f} |")  # fmt: skip
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     test = report["heuristic"]["test"]
     names = (("heuristic", "heuristic"), ("trained model", "trained"))
@@ -275,31 +307,7 @@ def markdown(report: dict[str, Any]) -> str:
             e = sample[name]
             lines.append(f"| {name.replace('_', ' ')} (judge sample) | {e['pairs']} | {e['roc_auc']:.3f} | "
                          f"{_pr(e['at_profile_threshold'])} | | |")  # fmt: skip
-    lines += [
-        "",
-        "The dev threshold is the highest score keeping recall 0.80 on the dev split; the last column "
-        "picks that threshold on the test split itself (an upper bound, not a result).",
-        "",
-        "Share of each pair kind on the right side of the threshold (own: accepted; others: caught), "
-        "at 0.5 and at the dev threshold:",
-        "",
-        "| kind | pairs | " + " | ".join(f"{n} (0.5) | {n} (dev t)" for n, _ in verifiers) + " |",
-        "|---|---|" + "---|---|" * len(verifiers),
-    ]
-    for kind, e in test["by_kind"].items():
-        row = f"| {kind} | {e['pairs']} |"
-        for _, entry in verifiers:
-            k = entry["test"]["by_kind"][kind]
-            at_dev = k.get("accepted_at_dev_threshold", k.get("caught_at_dev_threshold"))
-            row += f" {k.get('accepted', k.get('caught')):.3f} | {at_dev:.3f} |"
-        lines.append(row)
-    if sample:
-        lines += ["", "Judge sample (heuristic vs heuristic with the LLM judge, at 0.5):", "",
-                  "| kind | heuristic | with judge |", "|---|---|---|"]  # fmt: skip
-        for kind, h in sample["heuristic"]["by_kind"].items():
-            j = sample["with_judge"]["by_kind"][kind]
-            lines.append(f"| {kind} | {h.get('accepted', h.get('caught')):.3f} | "
-                         f"{j.get('accepted', j.get('caught')):.3f} |")  # fmt: skip
+    lines += _by_kind(test, verifiers, sample)
     lines += ["", f"Run time {report['seconds']:.0f} s on {report['environment']['machine']}.", ""]
     return "\n".join(lines)
 
