@@ -19,8 +19,8 @@ cites only passages not about the question) is verified against each other passa
 question, and cited to the best one that supports it; a note lists the moves (``_recite``). A
 list sentence that still fails ("The symptoms of X include A, B and C") keeps the items that
 passages about the question list word for word, cited to those passages, if at least two remain
-(``_trim_lists``). A sentence that passes both checks is shown as written. One that fails either is handled by the
-profile's ``[verify] policy``:
+(``_trim_lists``). A sentence that passes both checks is shown as written. One that fails
+either is handled by the profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
   ``status="removed"`` and the reasons; a note says how many were removed and why. When no
