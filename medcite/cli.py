@@ -378,7 +378,7 @@ def _cmd_eval_import(args: argparse.Namespace, paths: Paths) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace, paths: Paths) -> int:
-    # The CLI is the composition root: the one place in rag/ that reaches into api/ (lazily).
+    # The CLI is the composition root: the one package that reaches into api/ (lazily).
     from api.main import serve
     from api.settings import load_settings
 
