@@ -172,15 +172,65 @@ def train(
     call after that many steps, checkpointed (``state["finished"]`` is then False); calling
     again with the same folder goes on from there.
     """
+    run = _start(model, hidden, labels, config, folder, max_steps)
+    state = run.state
+    while state["step"] < run.stop_at:
+        epoch, running = _train_epoch(run)
+        if state["step"] % run.steps_per_epoch and state["step"] < run.total:  # stopped mid-epoch
+            _save_checkpoint(run)
+            break
+        _end_epoch(run, epoch, running, validate)
+    run.bar.close()
+    state["finished"] = state["step"] >= run.total
+    if state["finished"]:
+        _load_trained(model, run.best_path)
+    model.eval()
+    return state
+
+
+@dataclass
+class _Run:
+    """One call of :func:`train`: what its steps read, and the progress record they update."""
+
+    model: RelevanceModel
+    hidden: Sequence[Any]
+    target: Any  # float labels, one per pair
+    lengths: list[int]
+    config: FitConfig
+    optimizer: Any
+    base_lrs: list[float]
+    loss_fn: Any
+    checkpoint: Checkpoint
+    best_path: Path
+    state: dict[str, Any]
+    steps_per_epoch: int
+    total: int
+    warmup: int
+    stop_at: int
+    started: float  # perf_counter at the start, less the seconds of earlier calls
+    bar: Any
+
+
+def _optimizer(model: RelevanceModel, config: FitConfig) -> Any:
+    """AdamW over the trained tensors only (layers and head at their own rates); the rest frozen."""
     torch = require("torch", package="torch", extra="dense")
     params = dict(model.named_parameters())
     for name, p in params.items():
         p.requires_grad_(name in set(model.trained_names()))
     trained_names = model.trained_names()
-    optimizer = torch.optim.AdamW([
+    return torch.optim.AdamW([
         {"params": [params[n] for n in trained_names if not n.startswith("head.")], "lr": config.lr_layers},
         {"params": [params[n] for n in trained_names if n.startswith("head.")], "lr": config.lr_head},
     ], weight_decay=config.weight_decay)  # fmt: skip
+
+
+def _start(
+    model: RelevanceModel, hidden: Sequence[Any], labels: Sequence[int], config: FitConfig, folder: Path,
+    max_steps: int | None,
+) -> _Run:  # fmt: skip
+    """The optimizer, the schedule and the progress record (resumed from ``folder`` when there)."""
+    torch = require("torch", package="torch", extra="dense")
+    optimizer = _optimizer(model, config)
     base_lrs = [g["lr"] for g in optimizer.param_groups]
     steps_per_epoch = -(-len(hidden) // config.batch_size)
     total = steps_per_epoch * config.epochs
@@ -197,49 +247,61 @@ def train(
     model.train()
     bar = tqdm(total=total, initial=state["step"], desc="training", unit="step", dynamic_ncols=True)
     stop_at = total if max_steps is None else min(total, state["step"] + max_steps)
-    while state["step"] < stop_at:
-        epoch, done_in_epoch = divmod(state["step"], steps_per_epoch)
-        batches = length_batches(lengths, config.batch_size, random.Random(config.seed * 1000 + epoch))
-        running = []
-        for rows in batches[done_in_epoch:]:
-            if state["step"] >= stop_at:
-                break
-            scale = (min(1.0, (state["step"] + 1) / warmup)
-                     * max(0.0, (total - state["step"]) / max(1, total - warmup)))  # fmt: skip
-            for group, lr in zip(optimizer.param_groups, base_lrs, strict=True):
-                group["lr"] = lr * min(1.0, scale)
-            batch, mask = stack([hidden[i] for i in rows])
-            loss = loss_fn(model.logits_from_hidden(batch, mask), target[rows])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            running.append(loss.item())
-            state["step"] += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{np.mean(running[-50:]):.3f}")
-            if state["step"] % config.checkpoint_every == 0:
-                state["seconds"] = time.perf_counter() - started
-                checkpoint.save(model, optimizer, state)
-        if state["step"] % steps_per_epoch and state["step"] < total:  # stopped mid-epoch
-            state["seconds"] = time.perf_counter() - started
-            checkpoint.save(model, optimizer, state)
+    return _Run(model, hidden, target, lengths, config, optimizer, base_lrs, loss_fn, checkpoint, best_path,
+                state, steps_per_epoch, total, warmup, stop_at, started, bar)  # fmt: skip
+
+
+def _train_epoch(run: _Run) -> tuple[int, list[float]]:
+    """The rest of the current epoch's batches, up to ``stop_at``; its number and batch losses."""
+    state, config = run.state, run.config
+    epoch, done_in_epoch = divmod(state["step"], run.steps_per_epoch)
+    batches = length_batches(run.lengths, config.batch_size, random.Random(config.seed * 1000 + epoch))
+    running: list[float] = []
+    for rows in batches[done_in_epoch:]:
+        if state["step"] >= run.stop_at:
             break
-        model.eval()
-        score = float(validate(model))
-        model.train()
-        state["epochs"].append({"epoch": epoch + 1, "loss": float(np.mean(running)) if running else None,
-                                "validation_ndcg10": score})  # fmt: skip
-        if state["best_score"] is None or score > state["best_score"]:
-            state["best_score"], state["best_epoch"] = score, epoch + 1
-            _save_trained(model, best_path)
-        state["seconds"] = time.perf_counter() - started
-        checkpoint.save(model, optimizer, state)
-    bar.close()
-    state["finished"] = state["step"] >= total
-    if state["finished"]:
-        _load_trained(model, best_path)
+        running.append(_train_step(run, rows))
+        state["step"] += 1
+        run.bar.update(1)
+        run.bar.set_postfix(loss=f"{np.mean(running[-50:]):.3f}")
+        if state["step"] % config.checkpoint_every == 0:
+            _save_checkpoint(run)
+    return epoch, running
+
+
+def _train_step(run: _Run, rows: list[int]) -> float:
+    """One optimizer step on the pairs ``rows`` (linear warmup, then linear decay); its loss."""
+    step, total, warmup = run.state["step"], run.total, run.warmup
+    scale = min(1.0, (step + 1) / warmup) * max(0.0, (total - step) / max(1, total - warmup))
+    for group, lr in zip(run.optimizer.param_groups, run.base_lrs, strict=True):
+        group["lr"] = lr * min(1.0, scale)
+    batch, mask = stack([run.hidden[i] for i in rows])
+    loss = run.loss_fn(run.model.logits_from_hidden(batch, mask), run.target[rows])
+    run.optimizer.zero_grad()
+    loss.backward()
+    run.optimizer.step()
+    return float(loss.item())
+
+
+def _end_epoch(
+    run: _Run, epoch: int, running: list[float], validate: Callable[[RelevanceModel], float]
+) -> None:
+    """Validate the finished epoch, keep it when it is the best so far, checkpoint."""
+    state, model = run.state, run.model
     model.eval()
-    return state
+    score = float(validate(model))
+    model.train()
+    state["epochs"].append({"epoch": epoch + 1, "loss": float(np.mean(running)) if running else None,
+                            "validation_ndcg10": score})  # fmt: skip
+    if state["best_score"] is None or score > state["best_score"]:
+        state["best_score"], state["best_epoch"] = score, epoch + 1
+        _save_trained(model, run.best_path)
+    _save_checkpoint(run)
+
+
+def _save_checkpoint(run: _Run) -> None:
+    run.state["seconds"] = time.perf_counter() - run.started
+    run.checkpoint.save(run.model, run.optimizer, run.state)
 
 
 def save_float16(model: RelevanceModel, path: Path) -> None:
