@@ -16,8 +16,6 @@ llama.cpp in-process is sequential, so its batches run one call at a time.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import threading
 import time
@@ -28,7 +26,7 @@ from dataclasses import dataclass
 from rag.errors import ConfigError
 from rag.generate.yes_no import NO, YES, yes_probability
 from rag.protocols import Generator
-from rag.rerank.cache import ScoreCache
+from rag.rerank.cache import ScoreCache, score_key
 from rag.rerank.evidence import passage_text, sort_and_renumber
 from rag.types import Chunk, Hit, Message
 
@@ -71,11 +69,6 @@ def relevance_messages(question: str, chunk: Chunk, max_passage_chars: int) -> l
     ]
 
 
-def _sha256_json(value: object) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 class LlmRelevanceReranker:
     """Scores each candidate by the generator's probability that it helps answer the question."""
 
@@ -112,10 +105,8 @@ class LlmRelevanceReranker:
         if not hits:
             return [], stats
         messages = [relevance_messages(question, h.chunk, self.max_passage_chars) for h in hits]
-        model = _sha256_json(self.generator.fingerprint())[:16]
-        keys = [
-            f"{model}:{_sha256_json([(m.role, m.content) for m in msgs] + [YES, NO])}" for msgs in messages
-        ]
+        fingerprint = self.generator.fingerprint()
+        keys = [score_key(fingerprint, [(m.role, m.content) for m in msgs] + [YES, NO]) for msgs in messages]
         scores = [0.0] * len(hits)
         for start in range(0, len(hits), self.batch_size):
             batch = range(start, min(start + self.batch_size, len(hits)))
