@@ -3,23 +3,27 @@
 Evaluation runs ask the same model the same prompts again and again (a re-run, a resumed run,
 a grid whose cells share a closed-book arm). Greedy decoding and next-token scoring are
 deterministic for a given model file, so a hit is the answer the model would give. Values are
-JSON in sqlite; nothing is pickled. The model's identity is its fingerprint (file sha256), so a
-different model never reads another's entries.
+JSON in sqlite (``indexes/sqlite_cache.py``; nothing is pickled). The model's identity is its
+fingerprint (file sha256), so a different model never reads another's entries. The file format
+(table ``generations``, ``key TEXT``, ``value TEXT``) and the keys are the ones this cache
+always had, so the answers in existing files are read back.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from indexes.sqlite_cache import JSON, SqliteCache, Table, json_key
 from rag.protocols import Generator
 from rag.types import Generation, Message
+
+KEY_VERSION = 1  # bump when what an entry means changes: every key changes with it
+GENERATIONS = Table(
+    "generations", key_type="TEXT", value_column="value", value_type="TEXT", without_rowid=False
+)
 
 
 def _key(
@@ -31,7 +35,7 @@ def _key(
         "messages": [[m.role, m.content] for m in messages],
         "params": params,
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return json_key(payload, version=KEY_VERSION)
 
 
 class CachingGenerator:
@@ -40,33 +44,28 @@ class CachingGenerator:
     def __init__(self, inner: Generator, path: Path) -> None:
         self.inner = inner
         self.name = inner.name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, check_same_thread=False)
-        self._db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
-        self._lock = threading.Lock()
+        # One commit per entry: each costs seconds of model time, a commit a millisecond, and a
+        # killed run keeps every answer it got.
+        self._cache: SqliteCache[str, Any] = SqliteCache(
+            path, GENERATIONS, JSON, label="generation cache", batch_size=1
+        )
         self._fingerprint = inner.fingerprint()
         self.hits = 0
         self.misses = 0
 
     def close(self) -> None:
-        self._db.close()
+        self._cache.close()
 
     def _get(self, key: str) -> Any:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM generations WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        value = self._cache.get(key)
+        if value is None:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        return value
 
     def _put(self, key: str, value: Any) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO generations (key, value) VALUES (?, ?)", (key, json.dumps(value))
-            )
-            self._db.commit()
+        self._cache.put(key, value)
 
     def generate(
         self,
