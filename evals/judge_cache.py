@@ -6,33 +6,30 @@ killed half way gets its finished judgements back from disk and only asks the re
 
 Keys are ``sha256`` of canonical JSON holding the judge's fingerprint (model identity and
 parameters), the call kind, the exact messages and the call's parameters; values are JSON (never
-pickle) in one sqlite table, WAL mode so several evaluation processes can share the file. Judge
-failures (timeouts, unreachable servers) are never cached, so a rerun asks again; an unparsable
-reply is cached like any other, because the same prompt gets the same reply from a greedy judge.
+pickle) in one sqlite table (``indexes/sqlite_cache.py``: WAL mode, so several evaluation
+processes can share the file; a corrupt or foreign file is moved aside with a warning and the
+cache starts afresh). The table and keys are the ones this cache always had, so existing files
+keep their verdicts. Judge failures (timeouts, unreachable servers) are never cached, so a rerun
+asks again; an unparsable reply is cached like any other, because the same prompt gets the same
+reply from a greedy judge.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import math
-import sqlite3
-import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from indexes.sqlite_cache import JSON, SqliteCache, Table, json_key
 from rag.config import Paths
-from rag.errors import ConfigError
 from rag.protocols import Generator
 from rag.types import Generation, Message
 
 __all__ = ["CachedJudge", "JudgeCache", "call_key", "default_judge_cache_path"]
 
-log = logging.getLogger(__name__)
-
-_SCHEMA = "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
+KEY_VERSION = 1  # bump when what an entry means changes: every key changes with it
+CALLS = Table("calls", key_type="TEXT", value_column="value", value_type="TEXT")
 
 
 def default_judge_cache_path(paths: Paths) -> Path:
@@ -42,65 +39,19 @@ def default_judge_cache_path(paths: Paths) -> Path:
 
 def call_key(fingerprint: dict[str, Any], kind: str, payload: dict[str, Any]) -> str:
     """A stable key for one call: any change of model, prompt or parameter gives another key."""
-    blob = json.dumps({"judge": fingerprint, "kind": kind, **payload}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return json_key({"judge": fingerprint, "kind": kind, **payload}, version=KEY_VERSION)
 
 
-class JudgeCache:
-    """A thread-safe ``key -> JSON value`` store in one sqlite file.
+class JudgeCache(SqliteCache[str, Any]):
+    """A thread-safe ``key -> JSON value`` store in one sqlite file (``get`` is ``None`` on a miss).
 
     A cache that cannot be read or written mid-run logs a warning and behaves as a miss: an
-    evaluation is never lost because its cache hiccupped. A file that is not a judge cache is
-    refused at opening, with what to do.
+    evaluation is never lost because its cache hiccupped. Each verdict is committed at once (a
+    judge call costs seconds, a commit a millisecond), so a killed run keeps every verdict.
     """
 
     def __init__(self, path: Path, *, timeout: float = 5.0) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(_SCHEMA)
-            columns = [row[1] for row in self._conn.execute("PRAGMA table_info(calls)")]
-        except (OSError, sqlite3.Error) as exc:
-            raise ConfigError(
-                f"cannot open the judge cache {self.path}: {exc}; delete the file or pass another cache path"
-            ) from exc
-        if columns != ["key", "value"]:
-            self._conn.close()
-            raise ConfigError(
-                f"{self.path} is a sqlite file but not a judge cache (table 'calls' has {columns}); "
-                "pass another cache path"
-            )
-
-    def get(self, key: str) -> Any | None:
-        """The cached value, or ``None`` on a miss (values are JSON objects, never null)."""
-        with self._lock:
-            try:
-                row = self._conn.execute("SELECT value FROM calls WHERE key = ?", (key,)).fetchone()
-            except sqlite3.Error as exc:
-                log.warning("judge cache %s unreadable (%s); treating it as a miss", self.path, exc)
-                return None
-        return None if row is None else json.loads(row[0])
-
-    def put(self, key: str, value: dict[str, Any]) -> None:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-        with self._lock:
-            try:
-                self._conn.execute("INSERT OR REPLACE INTO calls (key, value) VALUES (?, ?)", (key, text))
-            except sqlite3.Error as exc:
-                log.warning("judge cache %s not written (%s); the call will be asked again", self.path, exc)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        super().__init__(path, CALLS, JSON, label="judge cache", timeout=timeout, batch_size=1)
 
 
 class CachedJudge:

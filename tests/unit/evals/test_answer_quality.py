@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import socket
@@ -268,12 +269,22 @@ def test_unknown_metric_and_missing_judge_are_config_errors(tmp_path):
     assert not (tmp_path / "j.sqlite").exists()  # no judge, no cache
 
 
-def test_a_foreign_sqlite_file_is_refused(tmp_path):
+def test_a_foreign_sqlite_file_is_moved_aside_with_a_warning(tmp_path, caplog):
     path = tmp_path / "other.sqlite"
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE calls (id INTEGER, payload BLOB)")
-    with pytest.raises(ConfigError, match="not a judge cache"):
-        JudgeCache(path)
+        conn.execute("INSERT INTO calls VALUES (1, x'00')")
+    conn.close()
+    with caplog.at_level(logging.WARNING):
+        cache = JudgeCache(path)
+    assert "not a judge cache" in caplog.text and str(path) in caplog.text
+    (aside,) = cache.recovered
+    with sqlite3.connect(aside) as conn:  # the foreign file is kept, whole, under another name
+        assert conn.execute("SELECT id FROM calls").fetchall() == [(1,)]
+    conn.close()
+    cache.put("k", {"text": "yes"})
+    assert cache.get("k") == {"text": "yes"}
+    cache.close()
 
 
 def test_ragas_telemetry_is_off_and_nothing_reaches_the_network(tmp_path, monkeypatch):
