@@ -1,25 +1,28 @@
 """Content-addressed embedding cache: a killed build resumes, and corpora share their vectors.
 
 Each text's vector is stored under the sha256 of the text, per embedder
-(``<cache>/<embedder sha256[:16]>/vectors.sqlite``: key -> float32 bytes; no pickle). A build
-looks every text up first and embeds only the missing ones, in length-sorted batches committed
-one by one, so a killed build loses at most one batch, and an index of sources A + B reuses
-what indexes of A and of B already embedded. ``seed_from_index`` fills the cache from an
+(``<cache>/<embedder sha256[:16]>/vectors.sqlite``: key -> float32 bytes; no pickle), through
+``indexes/sqlite_cache.py`` (the table and keys this cache always had, so existing files keep
+their vectors; a corrupt file is moved aside with a warning and its vectors embedded again). A
+build looks every text up first and embeds only the missing ones, in length-sorted batches
+committed one by one, so a killed build loses at most one batch, and an index of sources A + B
+reuses what indexes of A and of B already embedded. ``seed_from_index`` fills the cache from an
 already built index, so its vectors need not be computed again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
-LOOKUP_CHUNK = 500  # keys per SELECT ... IN (...), under sqlite's variable limit
+from indexes.sqlite_cache import Codec, SqliteCache, Table, hash_key
+
+KEY_VERSION = 1  # bump when what a vector means changes (the embedder is in the file's path)
+VECTORS = Table("vectors", key_type="BLOB", value_column="vector", value_type="BLOB", without_rowid=False)
 
 
 class Embedder(Protocol):
@@ -33,43 +36,41 @@ class Embedder(Protocol):
 
 
 def text_key(text: str) -> bytes:
-    return hashlib.sha256(text.encode("utf-8")).digest()
+    return hash_key(text.encode("utf-8"), version=KEY_VERSION)
+
+
+def _float32_codec(dim: int) -> Codec[np.ndarray]:
+    width = dim * 4
+
+    def decode(blob: Any) -> np.ndarray:
+        if not isinstance(blob, bytes) or len(blob) != width:  # a damaged row is re-embedded
+            raise ValueError(f"expected {width} bytes of float32")
+        return np.frombuffer(blob, dtype=np.float32)
+
+    return Codec(lambda v: np.ascontiguousarray(v, dtype=np.float32).tobytes(), decode)
 
 
 class VectorStore:
-    """Vectors by text key in one sqlite file; rows of the wrong size are treated as missing."""
+    """Vectors by text key in one sqlite file; rows of the wrong size are treated as missing.
+
+    Strict: a write that fails (a full disk) raises, so the build stops and says where.
+    """
 
     def __init__(self, path: Path, dim: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.dim = dim
-        self._db = sqlite3.connect(path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
-        self._db.commit()
+        self._cache: SqliteCache[bytes, np.ndarray] = SqliteCache(
+            path, VECTORS, _float32_codec(dim), label="embedding cache", strict=True
+        )
 
     def close(self) -> None:
-        self._db.close()
+        self._cache.close()
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        found: dict[bytes, np.ndarray] = {}
-        width = self.dim * 4
-        for start in range(0, len(keys), LOOKUP_CHUNK):
-            chunk = list(keys[start : start + LOOKUP_CHUNK])
-            marks = ",".join("?" * len(chunk))
-            for key, blob in self._db.execute(
-                f"SELECT key, vector FROM vectors WHERE key IN ({marks})", chunk
-            ):
-                if len(blob) == width:  # a damaged row is re-embedded
-                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
-        return found
+        return self._cache.get_many(keys)
 
     def put_many(self, keys: Sequence[bytes], vectors: np.ndarray) -> None:
-        rows = (
-            (k, np.ascontiguousarray(v, dtype=np.float32).tobytes())
-            for k, v in zip(keys, vectors, strict=True)
-        )
-        self._db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)
-        self._db.commit()  # one batch at a time: a kill loses at most the batch in flight
+        """One transaction per batch: a kill loses at most the batch in flight."""
+        self._cache.put_many(dict(zip(keys, vectors, strict=True)))
 
 
 def store_for(embedder: Embedder, cache_dir: Path) -> VectorStore:
