@@ -216,7 +216,7 @@ def test_a_rerun_makes_no_judge_call_and_gives_the_same_scores(tmp_path, monkeyp
     ("error", "reason"), [(GeneratorTimeout("slow"), "timeout"), (GeneratorError("down"), "judge error")]
 )
 def test_a_failing_judge_gives_counted_nans_and_keeps_the_other_items(tmp_path, error, reason):
-    rows = []
+    rows: list[Any] = []
     report = run(
         [item(), item(qid="q2", chain_answer=None)], ScriptedJudge(fail=error), tmp_path, on_row=rows.append
     )

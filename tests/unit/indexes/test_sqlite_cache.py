@@ -82,7 +82,7 @@ def test_round_trip_of_each_value_kind_survives_reopening(path):
     numbers.put_many({"x": 0.25})
     assert numbers.get("x") == 0.25
     numbers.close()
-    blobs = SqliteCache(path, BLOBS, RAW, label="blobs")
+    blobs: SqliteCache[bytes, bytes] = SqliteCache(path, BLOBS, RAW, label="blobs")
     blobs.put_many({b"\x00\xff": b"\x01\x02"})
     assert blobs.get_many([b"\x00\xff", b"nope"]) == {b"\x00\xff": b"\x01\x02"}
     blobs.close()
