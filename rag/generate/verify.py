@@ -22,10 +22,16 @@ the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's
   letters and digits: Anakinra, BRD4, CHA2DS2-VASc) occurs in the passage (``names_agree``): a
   drug or gene its passage never mentions is as wrong as a changed number.
 
-``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok and
-names_ok else 0.3)``: a wrong number or a missing name caps support at 0.3, under the default
-threshold of 0.5, whatever else agrees. With a judge, ``support = (0.5 * heuristic + 0.5 *
-p_yes) * check factor``, where
+- ``scope_ok``: a sentence that gives a dose for a group (children, pregnancy, breastfeeding,
+  kidney or liver function, older age, obesity) cites a passage that names that group in the
+  title, the section path, or a line holding that dose (``unscoped_qualifiers``): a renal dose
+  presented as the dose in pregnancy, because "pregnancy" stands in another line of the
+  passage, is the worst answer this product can give, and neither signal above sees it.
+
+``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok,
+names_ok and scope_ok else 0.3)``: a wrong number, a missing name or a dose tied to another group
+caps support at 0.3, under the default threshold of 0.5, whatever else agrees. With a judge,
+``support = (0.5 * heuristic + 0.5 * p_yes) * check factor``, where
 ``p_yes = P(yes) / (P(yes) + P(no))`` for the first token of the judge's reply; a judge that gives
 neither word any probability, or fails (logged, then not asked again in that call), leaves the
 heuristic alone. Pairs that fail a check are not sent to the judge (cannot pass anyway).
@@ -77,6 +83,7 @@ from rag.generate.support_signals import (
     passage_units,
     plain,
     quoted_from_passage,
+    unscoped_qualifiers,
 )
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
@@ -111,11 +118,12 @@ class PairSupport:
     model: float | None = None  # P(supported) from the trained support model, when one is used
     listed: bool = False  # a quoted entry, or a list of the passage's entries: support 1
     names_ok: bool = True  # every name of the claim is in the passage
+    scope_ok: bool = True  # every group a dose claim names is tied to that dose in the passage
 
     @property
     def checks_ok(self) -> bool:
-        """Whether the number and name checks both pass (else support is capped by the penalty)."""
-        return self.numbers_ok and self.names_ok
+        """Whether the number, name and dose-scope checks pass (else support is capped by the penalty)."""
+        return self.numbers_ok and self.names_ok and self.scope_ok
 
     @property
     def heuristic(self) -> float:
@@ -208,22 +216,23 @@ class SupportVerifier:
             lexical = lexical_coverage(claim, chunk)
             text = indexed_text(chunk.title, chunk.section, chunk.text)
             numbers_ok, names_ok = numbers_agree(claim, text), names_agree(claim, text)
+            scope_ok = not unscoped_qualifiers(claim, chunk)
+            checks_ok = numbers_ok and names_ok and scope_ok
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
             model = None if modelled is None else float(modelled[i])
             if model is not None:
                 support = model
             judged = None
-            if judge_alive and numbers_ok and names_ok:  # a failed check stays capped: no judge call
+            if judge_alive and checks_ok:  # a failed check stays capped: no judge call
                 judged, judge_alive = self._judge(claim, chunk)
                 if judged is not None:
                     support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
             listed = quoted_from_passage(claim, chunk) or listed_in_passage(claim, chunk)
             if listed:
                 support = 1.0
-            support *= 1.0 if numbers_ok and names_ok else CHECK_PENALTY  # support_signals.checks_pass
-            out.append(
-                PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed, names_ok)
-            )
+            support *= 1.0 if checks_ok else CHECK_PENALTY
+            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed,
+                                   names_ok, scope_ok))  # fmt: skip
         return out
 
     def _model_probabilities(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray | None:

@@ -19,6 +19,7 @@ from rag.generate.support_signals import (
     plain,
     quantities,
     quoted_from_passage,
+    unscoped_qualifiers,
 )
 from rag.generate.verify import CHECK_PENALTY, SupportVerifier
 from rag.types import Chunk, Hit
@@ -430,3 +431,53 @@ def test_a_one_word_quotation_counts_only_for_a_content_word():
     assert quoted_from_passage("Pruritus. [1]", passage)
     assert not quoted_from_passage("None.", passage) and not quoted_from_passage("Yes", passage)
     assert not quoted_from_passage("Pruritic.", passage)
+
+
+# The enoxaparin passage of the default index (ASH 2020 VTE guideline), as the chain cited it for
+# "What is the dose of enoxaparin for deep vein thrombosis in pregnancy?".
+ENOXAPARIN = chunk(
+    "For initial parenteral anticoagulation:\n\n"
+    "| Drug | Dose | Route | Frequency |\n|---|---|---|---|\n"
+    "| Enoxaparin | 1 mg/kg | Subcutaneous | Every 12 hours |\n"
+    "| Enoxaparin (alternative) | 1.5 mg/kg | Subcutaneous | Once daily |\n\n"
+    "- Dose reduction for CrCl < 30 mL/min: 1 mg/kg subcutaneously once daily.\n"
+    "- Monitoring: Anti-Xa levels may be used in obesity, renal impairment, or pregnancy.",
+    title="Guidelines for Management of Venous Thromboembolism: Treatment of Deep Vein Thrombosis",
+    section=("Parenteral Anticoagulation", "LMWH"),
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "unscoped"),
+    [
+        # the renal dose, read as the dose in pregnancy: "pregnancy" stands only in another line
+        ("The enoxaparin dose for DVT in pregnancy is 1 mg/kg subcutaneously once daily.", ("pregnancy",)),
+        ("In children, enoxaparin is given at 1.5 mg/kg once daily.", ("children",)),
+        ("For pregnant women with obesity, enoxaparin is 1 mg/kg every 12 hours.", ("obesity", "pregnancy")),
+        # the group stands in a line that holds the dose: tied to it
+        ("For CrCl < 30 mL/min, enoxaparin is reduced to 1 mg/kg once daily.", ()),
+        ("In renal impairment the dose is 1 mg/kg subcutaneously once daily.", ()),
+        # no group, or no dose: nothing to check
+        ("The enoxaparin dose for deep vein thrombosis is 1 mg/kg every 12 hours.", ()),
+        ("In pregnancy, anti-Xa levels may be used for monitoring.", ()),
+    ],
+)
+def test_a_group_a_dose_claim_names_must_be_tied_to_that_dose(claim, unscoped):
+    assert unscoped_qualifiers(claim, ENOXAPARIN) == unscoped
+
+
+def test_the_title_and_section_tie_a_group_to_every_dose_of_the_passage():
+    neonatal = chunk("Epinephrine IV: 0.01 to 0.03 mg/kg.", title="Neonatal Resuscitation", section=("IV",))
+    assert unscoped_qualifiers("For newborns, epinephrine is 0.01 mg/kg IV.", neonatal) == ()
+    assert unscoped_qualifiers("In pregnancy, epinephrine is 0.01 mg/kg IV.", neonatal) == ("pregnancy",)
+
+
+def test_a_dose_tied_to_another_group_caps_support_like_a_wrong_number():
+    verifier = SupportVerifier(HashEmbedder())
+    right, wrong = verifier.score_pairs([
+        ("For CrCl < 30 mL/min, enoxaparin is 1 mg/kg subcutaneously once daily.", ENOXAPARIN),
+        ("In pregnancy, enoxaparin is 1 mg/kg subcutaneously once daily.", ENOXAPARIN),
+    ])  # fmt: skip
+    assert right.checks_ok and right.scope_ok
+    assert wrong.numbers_ok and wrong.names_ok and not wrong.scope_ok and not wrong.checks_ok
+    assert wrong.support <= CHECK_PENALTY < verifier.threshold
