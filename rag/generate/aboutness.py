@@ -63,6 +63,13 @@ passage is not shown; the answer then says why and lists the passages.
    none (a phenotype list is the answer), so it is not a kind. Chosen on the near-miss dev
    questions (``evals/datasets/near_miss.py``): before it, 9 of their first 26 (all treatment
    questions about rare diseases) were answered with the disease's phenotype lines.
+6. *Populations* (``POPULATIONS``): a question about children, pregnancy or breastfeeding needs a
+   passage that names that group, in any of its words ("pregnant" meets "pregnancy", "infants"
+   meets "pediatric"). An adult guideline answers neither: asked "What fluids should be given
+   for septic shock in children?", medcite presented the Surviving Sepsis Campaign's fluid
+   recommendation "for adults with sepsis" as the answer. These words are not key terms (rule
+   1), so a synonym of the group is enough; a question naming no group is not checked (most
+   guideline chunks leave their adult scope to the guideline's title).
 
 Pure functions; nothing here loads a model.
 """
@@ -74,7 +81,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from indexes.text import indexed_text, tokenize
+from rag.generate.support_signals import QUALIFIERS
 from rag.types import Chunk
+
+POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
 
 # Words a question uses to ask (what kind of answer, for whom, how sure), not to name its subject.
 # Kept small on purpose: every word here is one the check no longer requires of a passage.
@@ -132,8 +142,27 @@ def key_terms(question: str) -> tuple[str, ...]:
     # Compounds are split so that "angle-closure" needs "angle" and "closure", not the joined
     # token "angleclosure" that only a passage hyphenating it the same way would contain.
     tokens = tokenize(_JOINERS.sub(" ", question))
-    terms = [t for t in tokens if stem(t) not in _GENERIC_STEMS and not t.replace(".", "").isdigit()]
+    terms = [
+        t for t in tokens
+        if stem(t) not in _GENERIC_STEMS and not t.replace(".", "").isdigit() and not _population_word(t)
+    ]  # fmt: skip
     return tuple(dict.fromkeys(terms))
+
+
+def _population_word(token: str) -> bool:
+    """Whether ``token`` names a population of rule 6 (checked as a group, not as a key term)."""
+    return any(pattern.fullmatch(token) for pattern in POPULATIONS.values())
+
+
+def populations(question: str) -> tuple[str, ...]:
+    """The populations of rule 6 that ``question`` names ("children", "pregnancy", ...)."""
+    return tuple(name for name, pattern in POPULATIONS.items() if pattern.search(question))
+
+
+def unnamed_populations(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
+    """The populations of ``names`` that ``chunk`` (title, section path, text) never names (rule 6)."""
+    text = indexed_text(chunk.title, chunk.section, chunk.text)
+    return tuple(name for name in names if not POPULATIONS[name].search(text))
 
 
 def missing_terms(terms: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
@@ -218,20 +247,23 @@ def subtypes(question: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Question:
-    """What a passage must show to be about one question (rules 1-5), read once per question."""
+    """What a passage must show to be about one question (rules 1-6), read once per question."""
 
     terms: tuple[str, ...]
     subtypes: tuple[str, ...]
     kinds: tuple[AskedFor, ...]
+    populations: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, question: str) -> Question:
-        return cls(key_terms(question), subtypes(question), asked_for(question))
+        return cls(key_terms(question), subtypes(question), asked_for(question), populations(question))
 
     def missing(self, chunk: Chunk) -> tuple[str, ...]:
-        """What ``chunk`` lacks to be about the question: key terms, the subtype, asked-for kinds."""
+        """What ``chunk`` lacks to be about the question: key terms, the subtype, asked-for kinds,
+        the population."""
         terms = missing_terms(self.terms, chunk)
-        return terms + missing_subtypes(self.subtypes, chunk) + unspoken(self.kinds, chunk)
+        return (terms + missing_subtypes(self.subtypes, chunk) + unspoken(self.kinds, chunk)
+                + unnamed_populations(self.populations, chunk))  # fmt: skip
 
 
 def missing_subtypes(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:

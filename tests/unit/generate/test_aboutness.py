@@ -5,13 +5,16 @@ from __future__ import annotations
 import pytest
 
 from rag.generate.aboutness import (
+    Question,
     asked_for,
     is_about,
     key_terms,
     missing_subtypes,
     missing_terms,
+    populations,
     stem,
     subtypes,
+    unnamed_populations,
     unspoken,
 )
 from rag.types import Chunk
@@ -147,3 +150,42 @@ def test_a_subtype_must_be_named_by_the_passage_in_either_numeral():
     assert "storage" not in key_terms("What should I know about storage and disposal of Ibuprofen ?")
     metformin = chunk("Standards of Care in Diabetes", ("Pharmacologic therapy",), "Metformin is first-line.")
     assert missing_subtypes(("type 2",), metformin) == ()  # names no type: its guideline's scope decides
+
+
+SSC_FLUIDS = chunk(
+    "Surviving Sepsis Campaign: International Guidelines for Management of Sepsis and Septic Shock 2021",
+    ("Fluid Type for Ongoing Resuscitation", "Crystalloids as First-Line"),
+    "The SSC recommends using crystalloids as first-line fluid for resuscitation of adults with sepsis "
+    "and septic shock.",
+)
+
+
+def test_a_question_about_children_needs_a_passage_that_names_children_in_any_word():
+    question = Question.read("What fluids should be given for septic shock in children?")
+    assert question.populations == ("children",)
+    assert "children" not in question.terms  # a group, not a key term: any word of it will do
+    assert question.missing(SSC_FLUIDS) == ("children",)  # fluids, septic, shock are there; children not
+    pediatric = chunk("Pediatric Septic Shock Guideline", ("Fluids",), "Give fluids in 10-20 mL/kg boluses.")
+    assert question.missing(pediatric) == ()
+
+
+@pytest.mark.parametrize(
+    ("question", "groups"),
+    [
+        ("What is the dose of enoxaparin for deep vein thrombosis in pregnancy?", ("pregnancy",)),
+        ("Can a pregnant woman take labetalol?", ("pregnancy",)),
+        ("Is ibuprofen safe while breastfeeding?", ("breastfeeding",)),
+        ("How is hyperkalemia treated in newborns?", ("children",)),
+        ("What are the qSOFA criteria?", ()),
+        ("What is the initial insulin infusion rate for diabetic ketoacidosis in adults?", ()),
+    ],
+)
+def test_populations_a_question_names(question, groups):
+    assert populations(question) == groups
+
+
+def test_a_population_is_met_by_any_word_of_its_group():
+    question = Question.read("What is the dose of enoxaparin for deep vein thrombosis in pregnancy?")
+    pregnant = chunk("VTE guideline", ("Enoxaparin",), "Enoxaparin, pregnant patients: 1 mg/kg twice daily.")
+    assert unnamed_populations(question.populations, pregnant) == ()
+    assert question.missing(pregnant) == ("deep", "vein", "thrombosis")
