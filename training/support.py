@@ -41,17 +41,13 @@ verifier computes it (number and name checks included), that keeps 0.80 of the s
 from __future__ import annotations
 
 import json
-import platform
 import random
 import re
-import resource
-import shlex
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,6 +55,7 @@ from evals.datasets.bioasq import normalise
 from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
 from evals.support_set import (
     Question,
+    SupportPair,
     build_pairs,
     change_entity,
     change_negation,
@@ -77,6 +74,11 @@ from training.calibrate import fit_logistic, reliability
 from training.fit import FitConfig, cache_bottom, load_finished, logits_of, save_float16, train
 from training.leakage import held_out_questions
 from training.pairs import PairStats, bioasq_training_questions
+from training.provenance import cost, data_hashes, reproduction
+
+if TYPE_CHECKING:
+    from rag.rerank.minilm import SupportModel
+    from rag.rerank.trained import PairTokenizer
 
 TRAIN_KINDS = ("own", "other", "near", "number", "negation", "direction", "entity")
 _DIRECTION_PAIRS = (
@@ -230,109 +232,170 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
-    torch = require("torch", package="torch", extra="dense")
     from indexes.embedder import SentenceTransformerEmbedder
-    from indexes.text import indexed_text
-    from rag.generate.support_model import (
-        ADAPTER_FILE,
-        FEATURES,
-        FORMAT,
-        MANIFEST_FILE,
-        calibrated,
-        passage_windows,
-    )
-    from rag.generate.support_signals import checks_pass, lexical_coverage
-    from rag.generate.verify import CHECK_PENALTY
-    from rag.rerank.minilm import SupportModel
-    from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance, read_manifest
+    from rag.generate.support_model import ADAPTER_FILE, MANIFEST_FILE
+    from rag.rerank.trained import SHIPPED_MODEL, read_manifest
 
     started = time.perf_counter()
     stats = PairStats()
     train_questions, dev_questions = training_questions(paths, config, stats)
     embedder = SentenceTransformerEmbedder()
     relevance = read_manifest(SHIPPED_MODEL)
-    torch.manual_seed(fit_config.seed)
-    model = SupportModel(fit_config.trainable_from, config.rank, config.alpha)
-    base = load_relevance(model, SHIPPED_MODEL, relevance)
-    model.adapt()
-    model.eval()
-    tokenizer = PairTokenizer(base.parent / "tokenizer.json", fit_config.max_length)
-    cache: dict[str, list[str]] = {}
-
-    def windows_of(text: str) -> list[str]:
-        if text not in cache:
-            cache[text] = passage_windows(tokenizer, "", text, config.window_tokens)
-        return cache[text]
-
+    model, tokenizer = _support_model(config, fit_config, relevance)
+    windows_of = _windows_cache(tokenizer, config.window_tokens)
     nearest = nearest_by_embedding(embedder.embed)(train_questions)
     rows = training_pairs(train_questions, windows_of, nearest, config.seed)
     dev_pairs = [p for p in build_pairs(dev_questions, nearest_by_embedding(embedder.embed), seed=config.seed)
                  if p.split == "dev"]  # fmt: skip
     stats.pairs = {kind: sum(r["kind"] == kind for r in rows) for kind in TRAIN_KINDS}
     stats.pairs["dev"] = len(dev_pairs)
-    dev_windows = [(i, w) for i, p in enumerate(dev_pairs) for w in windows_of(p.passage.text)]
-    owner = np.array([i for i, _ in dev_windows], dtype=np.int64)
-    dev_labels = np.array([p.label for p in dev_pairs], dtype=np.float64)
-    dev_hidden = cache_bottom(model, [tokenizer.encode(dev_pairs[i].claim, [w])[0] for i, w in dev_windows],
-                              "caching dev windows")  # fmt: skip
-
-    def dev_logits(m: Any) -> np.ndarray:
-        return _best_per_pair(logits_of(m, dev_hidden), owner, len(dev_pairs))
-
-    state = load_finished(model, fit_config, out / "checkpoint")
-    trained_here = state is None
-    if state is None:
-        train_hidden = cache_bottom(model, [tokenizer.encode(r["claim"], [r["window"]])[0] for r in rows],
-                                    "caching train pairs")  # fmt: skip
-        state = train(model, train_hidden, [r["label"] for r in rows], fit_config, out / "checkpoint",
-                      validate=lambda m: precision_at_recall(dev_logits(m), dev_labels))  # fmt: skip
-    logits = dev_logits(model)
-    lexical = np.array([lexical_coverage(p.claim, p.passage) for p in dev_pairs])
-    weights, bias = fit_logistic(np.column_stack([logits, lexical]), dev_labels)
-    calibration = {"features": list(FEATURES), "weights": [float(w) for w in weights], "bias": float(bias)}
-    probabilities = calibrated(logits, lexical, calibration)
-    texts = [indexed_text(p.passage.title, p.passage.section, p.passage.text) for p in dev_pairs]
-    checks_ok = np.array([checks_pass(p.claim, text) for p, text in zip(dev_pairs, texts, strict=True)])
-    support = probabilities * np.where(checks_ok, 1.0, CHECK_PENALTY)  # as the verifier computes it
-    threshold = threshold_for_recall(support, dev_labels, TARGET_RECALL)
-    kinds = np.array([p.kind for p in dev_pairs])
-    metrics: dict[str, Any] = {
-        "dev_roc_auc_logit": roc_auc(logits, dev_labels),
-        "dev_roc_auc": roc_auc(support, dev_labels),
-        "dev_at_threshold": precision_recall(support, dev_labels, threshold),
-        "dev_reliability": reliability(probabilities, dev_labels),
-        "dev_caught_by_kind": {
-            k: float(np.mean(support[kinds == k] < threshold)) for k in sorted(set(kinds)) if k != "own"
-        },
-        "training": state,
-    }
+    dev = _dev_set(model, tokenizer, dev_pairs, windows_of)
+    state, trained_here = _fit(model, tokenizer, rows, dev, fit_config, out / "checkpoint")
+    fitted = _calibrate(dev.pairs, dev.logits(model), dev.labels)
     model_dir = out / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
     adapter = model_dir / ADAPTER_FILE
     save_float16(model, adapter)
-    manifest = {
+    manifest = _manifest(
+        paths, relevance, adapter, config, fit_config, stats, fitted, state, trained_here, started
+    )
+    (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    return model_dir
+
+
+def _support_model(
+    config: SupportConfig, fit_config: FitConfig, relevance: dict[str, Any]
+) -> tuple[SupportModel, PairTokenizer]:
+    """The shipped relevance model with new, seeded adapters, and its pair tokenizer."""
+    torch = require("torch", package="torch", extra="dense")
+    from rag.rerank.minilm import SupportModel
+    from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, load_relevance
+
+    torch.manual_seed(fit_config.seed)
+    model = SupportModel(fit_config.trainable_from, config.rank, config.alpha)
+    base = load_relevance(model, SHIPPED_MODEL, relevance)
+    model.adapt()
+    model.eval()
+    return model, PairTokenizer(base.parent / "tokenizer.json", fit_config.max_length)
+
+
+def _windows_cache(tokenizer: PairTokenizer, window_tokens: int) -> Callable[[str], list[str]]:
+    """A passage's windows (``rag.generate.support_model.passage_windows``), each passage cut once."""
+    from rag.generate.support_model import passage_windows
+
+    cache: dict[str, list[str]] = {}
+
+    def windows_of(text: str) -> list[str]:
+        if text not in cache:
+            cache[text] = passage_windows(tokenizer, "", text, window_tokens)
+        return cache[text]
+
+    return windows_of
+
+
+@dataclass(frozen=True)
+class _Dev:
+    """The dev pairs, each read as every window of its passage: a pair's logit is its best window's."""
+
+    pairs: list[SupportPair]
+    labels: np.ndarray
+    owner: np.ndarray  # the pair of each window
+    hidden: list[Any]  # the bottom layers' output of each (claim, window)
+
+    def logits(self, model: SupportModel) -> np.ndarray:
+        return _best_per_pair(logits_of(model, self.hidden), self.owner, len(self.pairs))
+
+
+def _dev_set(
+    model: SupportModel,
+    tokenizer: PairTokenizer,
+    pairs: list[SupportPair],
+    windows_of: Callable[[str], list[str]],
+) -> _Dev:
+    dev_windows = [(i, w) for i, p in enumerate(pairs) for w in windows_of(p.passage.text)]
+    owner = np.array([i for i, _ in dev_windows], dtype=np.int64)
+    labels = np.array([p.label for p in pairs], dtype=np.float64)
+    hidden = cache_bottom(model, [tokenizer.encode(pairs[i].claim, [w])[0] for i, w in dev_windows],
+                          "caching dev windows")  # fmt: skip
+    return _Dev(pairs, labels, owner, hidden)
+
+
+def _fit(
+    model: SupportModel, tokenizer: PairTokenizer, rows: list[dict[str, Any]], dev: _Dev,
+    fit_config: FitConfig, folder: Path,
+) -> tuple[dict[str, Any], bool]:  # fmt: skip
+    """(the progress record, whether this call trained): a finished run in ``folder`` is loaded,
+    without caching the train pairs again; otherwise training starts or resumes."""
+    state = load_finished(model, fit_config, folder)
+    if state is not None:
+        return state, False
+    train_hidden = cache_bottom(model, [tokenizer.encode(r["claim"], [r["window"]])[0] for r in rows],
+                                "caching train pairs")  # fmt: skip
+    state = train(model, train_hidden, [r["label"] for r in rows], fit_config, folder,
+                  validate=lambda m: precision_at_recall(dev.logits(m), dev.labels))  # fmt: skip
+    return state, True
+
+
+@dataclass(frozen=True)
+class _Calibration:
+    calibration: dict[str, Any]  # the manifest's: features, weights, bias
+    threshold: float
+    metrics: dict[str, Any]  # on dev; without "training", which the manifest adds
+
+
+def _calibrate(pairs: list[SupportPair], logits: np.ndarray, labels: np.ndarray) -> _Calibration:
+    """The calibration fitted on dev, the threshold chosen there, and the dev metrics."""
+    from indexes.text import indexed_text
+    from rag.generate.support_model import FEATURES, calibrated
+    from rag.generate.support_signals import checks_pass, lexical_coverage
+    from rag.generate.verify import CHECK_PENALTY
+
+    lexical = np.array([lexical_coverage(p.claim, p.passage) for p in pairs])
+    weights, bias = fit_logistic(np.column_stack([logits, lexical]), labels)
+    calibration = {"features": list(FEATURES), "weights": [float(w) for w in weights], "bias": float(bias)}
+    probabilities = calibrated(logits, lexical, calibration)
+    texts = [indexed_text(p.passage.title, p.passage.section, p.passage.text) for p in pairs]
+    checks_ok = np.array([checks_pass(p.claim, text) for p, text in zip(pairs, texts, strict=True)])
+    support = probabilities * np.where(checks_ok, 1.0, CHECK_PENALTY)  # as the verifier computes it
+    threshold = threshold_for_recall(support, labels, TARGET_RECALL)
+    kinds = np.array([p.kind for p in pairs])
+    metrics: dict[str, Any] = {
+        "dev_roc_auc_logit": roc_auc(logits, labels),
+        "dev_roc_auc": roc_auc(support, labels),
+        "dev_at_threshold": precision_recall(support, labels, threshold),
+        "dev_reliability": reliability(probabilities, labels),
+        "dev_caught_by_kind": {
+            k: float(np.mean(support[kinds == k] < threshold)) for k in sorted(set(kinds)) if k != "own"
+        },
+    }
+    return _Calibration(calibration, threshold, metrics)
+
+
+def _manifest(
+    paths: Paths, relevance: dict[str, Any], adapter: Path, config: SupportConfig, fit_config: FitConfig,
+    stats: PairStats, fitted: _Calibration, state: dict[str, Any], trained_here: bool, started: float,
+) -> dict[str, Any]:  # fmt: skip
+    torch = require("torch", package="torch", extra="dense")
+    from rag.generate.support_model import FORMAT
+
+    metrics = {**fitted.metrics, "training": state}
+    return {
         "format": FORMAT,
         "base_sha256": relevance["base_sha256"], "relevance_overlay_sha256": relevance["overlay_sha256"],
         "adapter_sha256": sha256_file(adapter), "rank": config.rank, "alpha": config.alpha,
         "window_tokens": config.window_tokens, "max_length": fit_config.max_length,
-        "calibration": calibration,
-        "threshold": threshold,  # not rounded: rounding up would drop the dev pair it was chosen at
+        "calibration": fitted.calibration,
+        "threshold": fitted.threshold,  # not rounded: rounding up would drop the dev pair it was chosen at
         "threshold_why": "the highest support (P(supported) x number and name checks) keeping "
                          f"{TARGET_RECALL} of the supported dev pairs "
                          f"(dev precision {metrics['dev_at_threshold']['precision']:.3f})",
-        "data": {name: sha256_file(paths.source_data / name)
-                 for name in DATA_FILES if (paths.source_data / name).is_file()},
+        "data": data_hashes(paths.source_data, DATA_FILES),
         "questions": stats.questions, "dropped": stats.dropped, "pairs": stats.pairs,
         "held_out_questions": held_out_questions(paths.source_data).counts(),
         "support_config": asdict(config), "fit_config": asdict(fit_config), "metrics": metrics,
-        "command": " ".join(shlex.quote(a) for a in ["medcite", *sys.argv[1:]]),
-        "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                        "threads": torch.get_num_threads(), "machine": platform.machine()},
+        **reproduction(torch),
         # this process; when it found the training finished (trained_here false), the training's
         # own time is metrics.training.seconds, and its peak memory was that of an earlier process
         "trained_here": trained_here,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "seconds": round(time.perf_counter() - started, 1),
+        **cost(started),
     }  # fmt: skip
-    (model_dir / MANIFEST_FILE).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-    return model_dir
