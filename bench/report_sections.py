@@ -31,48 +31,11 @@ def _verdict(ok: bool | None) -> str:
 
 def targets(r: Results) -> list[str]:
     rows = []
-    lex = r.get("lexical_100k")
-    if lex:
-        ratios = lex["ratios_vs_medcite"]["rank-bm25"]
-        p, alone = lex["latency_paired"], lex["latency_all_queries"]["medcite-bm25s"]
-        slowest = max(lex["raw_ms"]["paired"]["medcite-bm25s"])
-        rows.append(
-            (
-                "BM25 at 100k: >= 50x the query throughput of rank-bm25",
-                f"{ratios['throughput_ratio']:.0f}x in the interleaved run "
-                f"({p['medcite-bm25s']['qps']:,.0f} vs {p['rank-bm25']['qps']:,.1f} queries/s, "
-                f"{p['rank-bm25']['n']} paired queries; medcite's "
-                f"slowest {slowest:.0f} ms); median latency {ratios['median_ratio']:.0f}x; medcite alone on "
-                f"{alone['n']} queries {alone['qps']:,.0f} queries/s = "
-                f"{alone['qps'] / p['rank-bm25']['qps']:.0f}x",
-                ratios["throughput_ratio"] >= 50,
-            )
-        )
-        agree = lex["agreement"]["medcite-bm25s vs rank-bm25"]
-        rob = lex["agreement"]["bm25s-robertson vs rank-bm25"]
-        rows.append(
-            (
-                "BM25 at 100k: identical top-10 on > 95% of queries (vs rank-bm25)",
-                f"{agree['identical_up_to_ties_share']:.0%} identical up to ties at the cut-off "
-                f"({agree['identical_top10_share']:.0%} as plain sets; mean overlap "
-                f"{agree['mean_overlap_at_10']:.3f}); lucene vs Okapi idf, bm25s with the Okapi idf: "
-                f"{rob['identical_up_to_ties_share']:.0%}",
-                agree["identical_up_to_ties_share"] > 0.95,
-            )
-        )
-    hyb = r.get("hybrid_100k")
-    if hyb:
-        h, f = hyb["latency"]["hybrid-hnsw"], hyb["latency"]["hybrid-flat"]
-        rows.append(
-            (
-                "Hybrid at 100k incl. query embedding: median < 50 ms (2 cores)",
-                f"HNSW {h['median_ms']:.1f} ms (p95 {h['p95_ms']:.1f}); exact flat {f['median_ms']:.1f} ms "
-                f"(p95 {f['p95_ms']:.1f}); 1 thread",
-                h["median_ms"] < 50,
-            )
-        )
-    den = r.get("dense_100k")
-    if den:
+    if lex := r.get("lexical_100k"):
+        rows += _lexical_targets(lex)
+    if hyb := r.get("hybrid_100k"):
+        rows.append(_hybrid_target(hyb))
+    if den := r.get("dense_100k"):
         rec = den["recall_at_10_vs_exact"]["medcite-hnsw"]
         rows.append(
             (
@@ -81,20 +44,62 @@ def targets(r: Results) -> list[str]:
                 rec >= 0.98,
             )
         )
-    big = r.get("hybrid_1M")
-    if big:
-        s = big["serving_process"]
-        rows.append(
-            (
-                "1M BM25 + HNSW served within 4 GB RSS",
-                f"{s['rss_serving_mb'] / GIB:.2f} GiB after {s['latency']['n']} hybrid queries, peak "
-                f"{s['peak_rss_mb'] / GIB:.2f} GiB (fresh process, `load_index` + embedder)",
-                s["peak_rss_mb"] < 4 * GIB,
-            )
-        )
+    if big := r.get("hybrid_1M"):
+        rows.append(_memory_target(big))
     lines = ["### Targets", "", "| target | measured | verdict |", "|---|---|---|"]
     lines += [f"| {name} | {value} | {_verdict(ok)} |" for name, value, ok in rows]
     return [*lines, ""]
+
+
+Target = tuple[str, str, bool]  # what is asked, what was measured, whether it is met
+
+
+def _lexical_targets(lex: dict[str, Any]) -> list[Target]:
+    """BM25 at 100k: throughput against rank-bm25, and the same top 10."""
+    ratios = lex["ratios_vs_medcite"]["rank-bm25"]
+    p, alone = lex["latency_paired"], lex["latency_all_queries"]["medcite-bm25s"]
+    slowest = max(lex["raw_ms"]["paired"]["medcite-bm25s"])
+    throughput = (
+        "BM25 at 100k: >= 50x the query throughput of rank-bm25",
+        f"{ratios['throughput_ratio']:.0f}x in the interleaved run "
+        f"({p['medcite-bm25s']['qps']:,.0f} vs {p['rank-bm25']['qps']:,.1f} queries/s, "
+        f"{p['rank-bm25']['n']} paired queries; medcite's "
+        f"slowest {slowest:.0f} ms); median latency {ratios['median_ratio']:.0f}x; medcite alone on "
+        f"{alone['n']} queries {alone['qps']:,.0f} queries/s = "
+        f"{alone['qps'] / p['rank-bm25']['qps']:.0f}x",
+        ratios["throughput_ratio"] >= 50,
+    )
+    agree = lex["agreement"]["medcite-bm25s vs rank-bm25"]
+    rob = lex["agreement"]["bm25s-robertson vs rank-bm25"]
+    same_top10 = (
+        "BM25 at 100k: identical top-10 on > 95% of queries (vs rank-bm25)",
+        f"{agree['identical_up_to_ties_share']:.0%} identical up to ties at the cut-off "
+        f"({agree['identical_top10_share']:.0%} as plain sets; mean overlap "
+        f"{agree['mean_overlap_at_10']:.3f}); lucene vs Okapi idf, bm25s with the Okapi idf: "
+        f"{rob['identical_up_to_ties_share']:.0%}",
+        agree["identical_up_to_ties_share"] > 0.95,
+    )
+    return [throughput, same_top10]
+
+
+def _hybrid_target(hyb: dict[str, Any]) -> Target:
+    h, f = hyb["latency"]["hybrid-hnsw"], hyb["latency"]["hybrid-flat"]
+    return (
+        "Hybrid at 100k incl. query embedding: median < 50 ms (2 cores)",
+        f"HNSW {h['median_ms']:.1f} ms (p95 {h['p95_ms']:.1f}); exact flat {f['median_ms']:.1f} ms "
+        f"(p95 {f['p95_ms']:.1f}); 1 thread",
+        h["median_ms"] < 50,
+    )
+
+
+def _memory_target(big: dict[str, Any]) -> Target:
+    s = big["serving_process"]
+    return (
+        "1M BM25 + HNSW served within 4 GB RSS",
+        f"{s['rss_serving_mb'] / GIB:.2f} GiB after {s['latency']['n']} hybrid queries, peak "
+        f"{s['peak_rss_mb'] / GIB:.2f} GiB (fresh process, `load_index` + embedder)",
+        s["peak_rss_mb"] < 4 * GIB,
+    )
 
 
 def corpora(r: Results, sizes: list[str]) -> list[str]:
@@ -169,6 +174,28 @@ def lexical(r: Results, sizes: list[str], plot: Path) -> list[str]:
             "memory MB (peak while building)",
         ),
     ]
+    lines += _lexical_contender_rows(r, sizes)
+    lines += _lexical_alone(r, sizes)
+    lines += [
+        "",
+        "Bytes touched = the query tokens' score columns (float32 value + int32 row) plus writing and "
+        "reading the float32 score array; floor = bytes / copy bandwidth. The gap to the floor is Python "
+        "per-query overhead and the full-array top-k. medcite's load is `Bm25sIndex.load` (manifest "
+        "checks not included); rank-bm25 and LangChain cannot be saved without pickle, so loading "
+        "them means rebuilding.",
+        "",
+    ]
+    if any(r[f"lexical_{s}"].get("agreement") for s in sizes):
+        lines += agreement_table(r, sizes)
+    lines += [
+        *_img("BM25 latency", plot),
+    ]
+    return lines
+
+
+def _lexical_contender_rows(r: Results, sizes: list[str]) -> list[str]:
+    """A row per size and contender: build, load, latency, slowdown, memory."""
+    lines = []
     for s in sizes:
         x = r[f"lexical_{s}"]
         for name, row in x["latency_paired"].items():
@@ -188,7 +215,12 @@ def lexical(r: Results, sizes: list[str], plot: Path) -> list[str]:
                 f"{row['median_ms']:.2f} | {row['p95_ms']:.2f} | {row['qps']:,.0f} | {rt} | "
                 f"{_f(memory, 0)}{peak} |"
             )
-    lines += ["", "medcite alone on all 200 questions, its index memory-mapped, and its physical floor:", ""]
+    return lines
+
+
+def _lexical_alone(r: Results, sizes: list[str]) -> list[str]:
+    """medcite alone on every question, its load times and its floor: a table, a row per size."""
+    lines = ["", "medcite alone on all 200 questions, its index memory-mapped, and its physical floor:", ""]
     lines += _head(
         1, "size", "median ms", "p95 ms", "queries/s", "load (mmap / read) ms", "bytes touched", "floor ms"
     )
@@ -200,20 +232,6 @@ def lexical(r: Results, sizes: list[str], plot: Path) -> list[str]:
             f"{1000 * ld['read']:.1f} | {fl['median_bytes_per_query'] / 1e6:.2f} MB | "
             f"{fl['median_floor_ms']:.3f} |"
         )
-    lines += [
-        "",
-        "Bytes touched = the query tokens' score columns (float32 value + int32 row) plus writing and "
-        "reading the float32 score array; floor = bytes / copy bandwidth. The gap to the floor is Python "
-        "per-query overhead and the full-array top-k. medcite's load is `Bm25sIndex.load` (manifest "
-        "checks not included); rank-bm25 and LangChain cannot be saved without pickle, so loading "
-        "them means rebuilding.",
-        "",
-    ]
-    if any(r[f"lexical_{s}"].get("agreement") for s in sizes):
-        lines += agreement_table(r, sizes)
-    lines += [
-        *_img("BM25 latency", plot),
-    ]
     return lines
 
 
@@ -259,6 +277,33 @@ def dense(r: Results, sizes: list[str], plot: Path) -> list[str]:
             2, "size", "contender", "build s", "median ms", "p95 ms", "queries/s", "recall@10", "memory MB"
         ),
     ]
+    lines += _dense_contender_rows(r, sizes)
+    lines += _dense_sweeps(r, sizes)
+    lines += [
+        "",
+        "Floor = vectors compared x 384 x 4 bytes / copy bandwidth (exact: the whole matrix, "
+        f"{_f(r[f'dense_{sizes[-1]}']['floor']['exact_bytes_per_query'] / 1e6, 0)} MB per query at "
+        f"{sizes[-1]}). "
+        "HNSW reads its vectors at random, so its real cost sits further above its floor. IVF-PQ "
+        "(1,024 lists, 96 x 8-bit codes, 96 bytes per vector) is measured only at the synthetic size; its "
+        "recall is capped by the code size, not by nprobe. At the synthetic size every real chunk has ~7 "
+        "noisy copies (cosine ~0.89 to it), so the exact top 10 is a crowd of near-duplicates, harder "
+        "for a graph built with efConstruction 100 than real data: read its recall as a lower bound.",
+        "",
+    ]
+    cold = [s for s in sizes if _slower_first(r[f"dense_{s}"]["sweeps"]["hnsw_ef_search"])]
+    if cold:
+        lines += [
+            f"At {', '.join(cold)} the smallest efSearch measured slower than the next: it ran first, on "
+            "caches just flushed by the exact scans (`bench/dense.py` now warms each setting up first).",
+            "",
+        ]
+    return [*lines, *_img("dense recall vs latency", plot)]
+
+
+def _dense_contender_rows(r: Results, sizes: list[str]) -> list[str]:
+    """A row per size and contender: build, latency, recall, memory."""
+    lines = []
     for s in sizes:
         x = r[f"dense_{s}"]
         for name, row in x["latency"].items():
@@ -268,7 +313,12 @@ def dense(r: Results, sizes: list[str], plot: Path) -> list[str]:
                 f"{row['p95_ms']:.2f} | {row['qps']:,.0f} | {rec:.3f} | "
                 f"{_f(x['memory'][name]['index_mb'], 0)} |"
             )
-    lines += ["", "HNSW efSearch sweep (raw search, vector given) and physical floors:", ""]
+    return lines
+
+
+def _dense_sweeps(r: Results, sizes: list[str]) -> list[str]:
+    """The efSearch sweep, the exact search and the IVF-PQ nprobe sweep with their floors."""
+    lines = ["", "HNSW efSearch sweep (raw search, vector given) and physical floors:", ""]
     lines += [
         *_head(1, "size", "efSearch", "recall@10", "median ms", "distances / query", "floor ms"),
     ]
@@ -291,26 +341,7 @@ def dense(r: Results, sizes: list[str], plot: Path) -> list[str]:
                 f"| {s} | IVF-PQ nprobe {p['nprobe']} | {p['recall_at_10']:.3f} | "
                 f"{p['median_ms']:.3f} | – | – |"
             )
-    lines += [
-        "",
-        "Floor = vectors compared x 384 x 4 bytes / copy bandwidth (exact: the whole matrix, "
-        f"{_f(r[f'dense_{sizes[-1]}']['floor']['exact_bytes_per_query'] / 1e6, 0)} MB per query at "
-        f"{sizes[-1]}). "
-        "HNSW reads its vectors at random, so its real cost sits further above its floor. IVF-PQ "
-        "(1,024 lists, 96 x 8-bit codes, 96 bytes per vector) is measured only at the synthetic size; its "
-        "recall is capped by the code size, not by nprobe. At the synthetic size every real chunk has ~7 "
-        "noisy copies (cosine ~0.89 to it), so the exact top 10 is a crowd of near-duplicates, harder "
-        "for a graph built with efConstruction 100 than real data: read its recall as a lower bound.",
-        "",
-    ]
-    cold = [s for s in sizes if _slower_first(r[f"dense_{s}"]["sweeps"]["hnsw_ef_search"])]
-    if cold:
-        lines += [
-            f"At {', '.join(cold)} the smallest efSearch measured slower than the next: it ran first, on "
-            "caches just flushed by the exact scans (`bench/dense.py` now warms each setting up first).",
-            "",
-        ]
-    return [*lines, *_img("dense recall vs latency", plot)]
+    return lines
 
 
 def _slower_first(sweep: list[dict[str, Any]]) -> bool:

@@ -21,6 +21,7 @@ from corpora.sources.bioasq import qrels_doc_id
 from evals.metrics.retrieval import recall_at_k
 from rag.config import Paths
 from rag.indexing import build_from_cli, make_retriever, open_index
+from rag.protocols import Retriever
 
 
 def load_qrels(folder: Path) -> dict[str, dict[str, int]]:
@@ -31,6 +32,42 @@ def load_qrels(folder: Path) -> dict[str, dict[str, int]]:
             qid, sid, grade = line.rstrip("\n").split("\t")
             qrels[qid][qrels_doc_id(sid)] = int(grade)
     return dict(qrels)
+
+
+def load_questions(folder: Path, qrels: dict[str, dict[str, int]]) -> dict[str, str]:
+    """Question id -> text, for the questions that have snippet judgements."""
+    questions = {}
+    with (folder / "questions.jsonl").open() as fh:
+        for line in fh:
+            row = json.loads(line)
+            if row["id"] in qrels:
+                questions[row["id"]] = row["body"]
+    return questions
+
+
+def score_mode(
+    mode: str, retriever: Retriever, questions: dict[str, str], sample: list[str],
+    qrels: dict[str, dict[str, int]], k: int,
+) -> dict[str, float]:  # fmt: skip
+    """Document recall@k (the first k distinct documents of the top 3k chunks) and median latency of
+    one retrieval mode over ``sample``; printed as well."""
+    run: dict[str, list[str]] = {}
+    latencies = []
+    for qid in sample:
+        start = time.perf_counter()
+        hits = retriever.retrieve(questions[qid], 3 * k)
+        latencies.append(time.perf_counter() - start)
+        run[qid] = list(dict.fromkeys(h.chunk.doc_id for h in hits))[:k]
+    recall = recall_at_k(run, qrels, k, sample)
+    result = {
+        f"recall@{k}": round(float(recall.mean()), 4),
+        "median_latency_ms": round(1000 * statistics.median(latencies), 2),
+    }
+    print(
+        f"{mode:>6}: recall@{k} = {recall.mean():.4f}  "
+        f"median latency {1000 * statistics.median(latencies):.1f} ms"
+    )
+    return result
 
 
 def main() -> None:
@@ -47,34 +84,14 @@ def main() -> None:
     summary = build_from_cli(paths, sources=["bioasq-snippets"], name="bioasq-snippets", skip_existing=True)
     build_seconds = time.perf_counter() - t0
     qrels = load_qrels(folder)
-    questions = {}
-    with (folder / "questions.jsonl").open() as fh:
-        for line in fh:
-            row = json.loads(line)
-            if row["id"] in qrels:
-                questions[row["id"]] = row["body"]
+    questions = load_questions(folder, qrels)
     sample = sorted(random.Random(args.seed).sample(sorted(questions), args.questions))
 
     index, embedder = open_index(paths, "bioasq-snippets", with_embedder=True)
     results: dict[str, dict[str, float]] = {}
     for mode in ("bm25", "dense", "hybrid"):
         retriever = make_retriever(index, embedder, mode)
-        run: dict[str, list[str]] = {}
-        latencies = []
-        for qid in sample:
-            start = time.perf_counter()
-            hits = retriever.retrieve(questions[qid], 3 * args.k)
-            latencies.append(time.perf_counter() - start)
-            run[qid] = list(dict.fromkeys(h.chunk.doc_id for h in hits))[: args.k]
-        recall = recall_at_k(run, qrels, args.k, sample)
-        results[mode] = {
-            f"recall@{args.k}": round(float(recall.mean()), 4),
-            "median_latency_ms": round(1000 * statistics.median(latencies), 2),
-        }
-        print(
-            f"{mode:>6}: recall@{args.k} = {recall.mean():.4f}  "
-            f"median latency {1000 * statistics.median(latencies):.1f} ms"
-        )
+        results[mode] = score_mode(mode, retriever, questions, sample, qrels, args.k)
     index.close()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
