@@ -17,10 +17,12 @@ disease) loses the markers of the latter first and is verified against the rest 
 names the passages taken out. A sentence none of whose cited passages supports it (or which
 cites only passages not about the question) is verified against each other passage about the
 question, and cited to the best one that supports it; a note lists the moves (``_recite``). A
-list sentence that still fails ("The symptoms of X include A, B and C") keeps the items that
-passages about the question list word for word, cited to those passages, if at least two remain
-(``_trim_lists``). A sentence that passes both checks is shown as written. One that fails
-either is handled by the profile's ``[verify] policy``:
+sentence without a marker that is one whole entry of a passage about the question, word for
+word (a list item before the one the model cited), is cited to that passage
+(``_cite_quotations``). A list sentence that still fails ("The symptoms of X include A, B and
+C") keeps the items that passages about the question list word for word, cited to those
+passages, if at least two remain (``_trim_lists``). A sentence that passes both checks is
+shown as written. One that fails either is handled by the profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
   ``status="removed"`` and the reasons; a note says how many were removed and why. When no
@@ -57,7 +59,7 @@ import numpy as np
 
 from rag.generate.aboutness import Question
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
-from rag.generate.support_signals import listed_entries
+from rag.generate.support_signals import listed_entries, quoted_from_passage
 from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
@@ -123,6 +125,7 @@ class SupportGate:
         self._trimmed: list[int] = []  # markers taken out of sentences (_without_off_topic)
         self._moved: list[tuple[tuple[int, ...], int]] = []  # (markers, the one now cited) (_recite)
         self._lists_cut: list[int] = []  # items left out of each list rewritten (_trim_lists)
+        self._quoted: list[int] = []  # the passage each uncited quotation now cites (_cite_quotations)
 
     # -- streaming ------------------------------------------------------------------------------
     def feed(self, raw: str) -> str:
@@ -167,6 +170,12 @@ class SupportGate:
                 f"{len(self._moved)} sentences cited a passage that does not support them, or is not "
                 f"about the question; each now cites the passage that does ({moves})"
             )
+        if self._quoted:
+            cited = ", ".join(f"[{k}]" for k in dict.fromkeys(self._quoted))
+            notes.append(
+                f"{len(self._quoted)} sentences without a marker quote a passage about the question word "
+                f"for word; each now cites it ({cited})"
+            )
         if self._lists_cut:
             left_out = sum(self._lists_cut)
             rest = f", {left_out} items no such passage lists left out" if left_out else ""
@@ -195,6 +204,7 @@ class SupportGate:
         start = time.perf_counter()
         batch = [self._without_off_topic(s) for s in batch]
         scored = self._score(batch)
+        self._cite_quotations(batch, scored)
         self._recite(batch, scored)
         self._trim_lists(batch, scored)
         out: list[str] = []
@@ -240,6 +250,33 @@ class SupportGate:
             self._trimmed.append(k)
         kept = tuple(k for k in sentence.markers if k not in off)
         return replace(sentence, text=text, markers=kept)
+
+    def _cite_quotations(self, batch: list[ParsedSentence], scored: list[Scored]) -> None:
+        """Cite an uncited sentence to the passage about the question that it quotes word for word.
+
+        A model listing a passage's entries often puts one marker after the last ("criteria: 1.
+        A; 2. B; 3. C [1]."), so the items before it arrive uncited and were removed: asked "What
+        are the qSOFA criteria?", medcite showed one criterion of three. An uncited sentence that
+        is one whole entry of a passage about the question (``quoted_from_passage``: a sentence,
+        list item or table row of it, as written) is cited to that passage and verified as so
+        cited. Nothing else an uncited sentence says is given a source."""
+        if self.verifier is None:
+            return
+        tries: list[tuple[int, ParsedSentence]] = []
+        for i, sentence in enumerate(batch):
+            if sentence.markers or not any(ch.isalpha() for ch in sentence.claim):
+                continue
+            quoted = [k for k in range(1, len(self.sources) + 1) if not self._missing_for(k)
+                      and quoted_from_passage(sentence.claim, self.sources[k - 1].chunk)]  # fmt: skip
+            if quoted:
+                tries.append((i, _cited_to(sentence, quoted[0])))
+        if not tries:
+            return
+        results = self.verifier.score_sentences([variant for _, variant in tries], self.sources)
+        for (i, variant), result in zip(tries, results, strict=True):
+            if result[0].supported:
+                batch[i], scored[i] = variant, result
+                self._quoted.append(variant.markers[0])
 
     def _recite(self, batch: list[ParsedSentence], scored: list[Scored]) -> None:
         """Cite the passage that supports a sentence when the one it cites does not.
@@ -362,12 +399,13 @@ class SupportGate:
 
 
 def _cited_to(sentence: ParsedSentence, marker: int) -> ParsedSentence:
-    """``sentence`` with its markers replaced by ``[marker]``, placed before its final stop."""
+    """``sentence`` with its markers replaced by ``[marker]``, placed before its final stop
+    (``.``, ``!``, ``?``, or the ``;``, ``:`` or ``,`` that ends a list item)."""
     text = sentence.text
     for k in sentence.markers:
         text = re.sub(rf"[ \t]*\[{k}\](?=[ \t]*(?:[.;:,!?[]|$))|\[{k}\]", "", text)
     body = text.rstrip()
-    stop = body[-1] if body and body[-1] in ".!?" else ""
+    stop = body[-1] if body and body[-1] in ".!?;:," else ""
     body = body[: len(body) - len(stop)].rstrip()
     trailing = text[len(text.rstrip()) :]
     return replace(sentence, text=f"{body} [{marker}]{stop}{trailing}", markers=(marker,))

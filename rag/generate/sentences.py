@@ -8,6 +8,8 @@ by one. Rules, in order:
   ``>`` starts a new sentence, and that prefix is not part of it (a list number is not a claim);
 - a blank line ends a sentence; a line starting with a lower-case word continues the previous
   one (hard-wrapped text);
+- a list number inside a line, after a colon or semicolon (``criteria: 1. Respiratory rate
+  >= 22; 2. Altered mentation``), starts a new sentence, and the text before it ends one;
 - inside a line, ``. ! ? …`` followed by space and a word that does not start in lower case
   (or is a term like "qSOFA", "eGFR", "pH") ends a sentence, except after a known
   abbreviation (``e.g.``, ``i.e.``, ``vs.``, ``Dr.``, ``approx.``) or a dotted acronym
@@ -27,6 +29,7 @@ _ONLY_MARKERS = re.compile(rf"(?:[ \t]*{_MARKERISH})+[ \t]*[.!?]?")
 _PREFIX = re.compile(r"[ \t]*(?:(?:[-*+•‣◦▪·][ \t]+|\d{1,3}[.)][ \t]+|#{1,6}[ \t]+|>[ \t]*)[ \t]*)+")
 _TOKEN_BEFORE = re.compile(r"[^\s(\[\"'“‘]+$")
 _ACRONYM = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
+_INLINE_NUMBER = re.compile(r"[:;][ \t]*(\d{1,2})$")  # a list number inside a line, after ":" or ";"
 _WORD = re.compile(r"\w")
 _NORMALISED_MARKER = re.compile(r"[ \t]*\[[0-9]+\](?!\()")
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:!?])")
@@ -89,6 +92,12 @@ def _split_block(text: str, start: int, end: int) -> list[tuple[int, int]]:
             continue  # no space after (2.5, U.S.A), lower case next, or the block ends anyway
         stop = match.group(0).lstrip(" \t")
         if stop.startswith("."):
+            enumerator = _INLINE_NUMBER.search(text, sentence_start, match.start())
+            if enumerator is not None:  # "...: 1. Respiratory rate; 2. Altered mentation"
+                if enumerator.start(1) > sentence_start:
+                    spans.append((sentence_start, enumerator.start(1)))
+                sentence_start = enumerator.start(1)
+                continue
             if _is_abbreviation(text, sentence_start, match.start()):
                 continue
         elif not stop.startswith(("!", "?", "…")) and not text[gap].isupper():

@@ -59,6 +59,12 @@ SOURCES = [hit(n) for n in range(1, 4)]  # markers [1]..[3] are valid
         ("## Heading\nBody text.\n\n> Quoted note.", ["Heading", "Body text.", "Quoted note."]),
         ("A sentence wrapped\nover two lines. Next.", ["A sentence wrapped\nover two lines.", "Next."]),
         ("Risk is high.\n[1]", ["Risk is high.\n[1]"]),
+        (  # a list numbered inside one line: each number starts a sentence, as on its own line
+            "qSOFA needs two of: 1. Respiratory rate >= 22; 2. Altered mentation; 3. SBP <= 100 [1].",
+            ["qSOFA needs two of:", "1. Respiratory rate >= 22;", "2. Altered mentation;",
+             "3. SBP <= 100 [1]."],
+        ),
+        ("Take 2. Then stop. Grade 3. Done.", ["Take 2.", "Then stop.", "Grade 3.", "Done."]),
         ("", []),
         (" \n\n - \n***", []),
     ],

@@ -142,6 +142,21 @@ def test_a_sentence_no_passage_supports_is_still_removed_and_never_cited_to_an_o
 LIST_QUESTION = "What are the symptoms of familial melanoma?"
 
 
+def test_uncited_list_items_that_quote_a_passage_about_the_question_are_cited_to_it():
+    # the model cited only the last item; the first is the passage's own entry, word for word
+    reply = "Familial melanoma has two features: 1. Melanoma; 2. Nevus [3]."
+    pieces, answer = streamed(make(reply)[0], LIST_QUESTION)
+    assert answer.mode == "rag" and answer.text == "1. Melanoma [3]; 2. Nevus [3]." == "".join(pieces)
+    assert [s.status for s in answer.sentences] == ["removed", "shown", "shown"]  # the lead-in quotes nothing
+    assert answer.sentences[1].markers == (3,)
+    assert any("1 sentences without a marker quote a passage" in n and "([3])" in n for n in answer.notes)
+
+
+def test_an_uncited_quotation_of_a_passage_not_about_the_question_stays_removed():
+    answer = make(f"{GOOD} Melanoma.")[0].answer(QUESTION)  # the melanoma list is not about AF
+    assert answer.text == GOOD and answer.sentences[1].reasons == ("cites no source",)
+
+
 @pytest.mark.parametrize(
     ("sentence", "shown"),
     [  # the scripted verifier rejects any claim naming freckles (no passage lists them)
