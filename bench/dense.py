@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -189,8 +190,6 @@ def sweep(
 
 def run(size: str, *, n_queries: int, bandwidth_gbps: float, ivfpq: bool) -> dict[str, Any]:
     """Interleaved latency, recall against exact, sweeps, per-contender memory and floors at ``size``."""
-    import faiss
-
     threads = set_threads(1)
     folder, inputs = folders(size)
     queries = query_vectors()[:n_queries]
@@ -198,35 +197,16 @@ def run(size: str, *, n_queries: int, bandwidth_gbps: float, ivfpq: bool) -> dic
     memory = {n: run_child("bench.dense", {"contender": n, "size": size, "queries": 50}) for n in names}
     chunks = ChunkStore(folder)
     vectors = vectors_of(size)
-    indexes: dict[str, Any] = {
-        "medcite-flat": DenseIndex.build(vectors, DenseParams(kind="flat")),
-        "medcite-hnsw": DenseIndex.load(folder / "dense"),
-    }
-    if ivfpq:
-        indexes["faiss-ivfpq"] = faiss.read_index(str(inputs / "ivfpq.faiss"))
-        indexes["faiss-ivfpq"].nprobe = IVFPQ["nprobe"]
-    ids, texts = chunk_texts(size)
-    store = langchain_store(texts, ids, vectors)
-    del ids, texts
-
-    def medcite(index: Any) -> Any:
-        return lambda q: [chunks.get(r).chunk_id for r in rows_of(index, q)]
-
-    contenders = {name: medcite(index) for name, index in indexes.items()}
-    contenders["langchain-faiss"] = lambda q: [d.id for d in store.similarity_search_by_vector(q, k=K)]
+    indexes = _indexes(size, vectors, ivfpq)
+    contenders = _contenders(size, vectors, indexes, chunks)
     for q in queries[:3]:
         for fn in contenders.values():
             fn(q)
     ms, results = interleaved(contenders, queries)
-    exact_rows, exact_ms = [], []
-    for q in queries:  # the exact search alone (no chunk reads), the reference for recall
-        t0 = time.perf_counter()
-        exact_rows.append(rows_of(indexes["medcite-flat"], q))
-        exact_ms.append(1000 * (time.perf_counter() - t0))
-    n, dim = indexes["medcite-flat"].size, indexes["medcite-flat"].dim
+    exact_rows, exact_ms = _exact_search(indexes["medcite-flat"], queries)
     out: dict[str, Any] = {
         "size": size,
-        "chunks": n,
+        "chunks": indexes["medcite-flat"].size,
         "k": K,
         "threads": threads,
         "hnsw": json.loads((folder / "dense" / "medcite_dense.json").read_text()),
@@ -253,16 +233,73 @@ def run(size: str, *, n_queries: int, bandwidth_gbps: float, ivfpq: bool) -> dic
         out["sweeps"]["ivfpq_nprobe"] = sweep(
             indexes["faiss-ivfpq"], "nprobe", NPROBE_SWEEP, queries, exact_rows
         )
-    base = out["latency"]["medcite-flat"]
-    out["ratios_vs_medcite_flat"] = {
+    out["ratios_vs_medcite_flat"] = _ratios_vs_flat(out["latency"])
+    out["floor"] = _floor(out, indexes["medcite-flat"].dim, bandwidth_gbps)
+    out["raw_ms"] = {name: [round(x, 3) for x in t] for name, t in ms.items()}
+    chunks.close()
+    return out
+
+
+def _indexes(size: str, vectors: np.ndarray, ivfpq: bool) -> dict[str, Any]:
+    """The exact index built from the vectors, the HNSW index of the folder, and the IVF-PQ index
+    its child saved."""
+    import faiss
+
+    folder, inputs = folders(size)
+    indexes: dict[str, Any] = {
+        "medcite-flat": DenseIndex.build(vectors, DenseParams(kind="flat")),
+        "medcite-hnsw": DenseIndex.load(folder / "dense"),
+    }
+    if ivfpq:
+        indexes["faiss-ivfpq"] = faiss.read_index(str(inputs / "ivfpq.faiss"))
+        indexes["faiss-ivfpq"].nprobe = IVFPQ["nprobe"]
+    return indexes
+
+
+def _contenders(
+    size: str, vectors: np.ndarray, indexes: dict[str, Any], chunks: ChunkStore
+) -> dict[str, Callable[[np.ndarray], list[str]]]:
+    """Query vector -> the top-K chunk ids, for each index (chunks read from the store) and for
+    LangChain's FAISS store (built here, ids from its docstore)."""
+    ids, texts = chunk_texts(size)
+    store = langchain_store(texts, ids, vectors)
+    del ids, texts
+
+    def medcite(index: Any) -> Callable[[np.ndarray], list[str]]:
+        return lambda q: [chunks.get(r).chunk_id for r in rows_of(index, q)]
+
+    contenders = {name: medcite(index) for name, index in indexes.items()}
+    contenders["langchain-faiss"] = lambda q: [d.id for d in store.similarity_search_by_vector(q, k=K)]
+    return contenders
+
+
+def _exact_search(index: DenseIndex, queries: np.ndarray) -> tuple[list[list[int]], list[float]]:
+    """The exact search alone (no chunk reads), the reference for recall: rows and milliseconds."""
+    exact_rows, exact_ms = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        exact_rows.append(rows_of(index, q))
+        exact_ms.append(1000 * (time.perf_counter() - t0))
+    return exact_rows, exact_ms
+
+
+def _ratios_vs_flat(latency: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    base = latency["medcite-flat"]
+    return {
         name: {
             "median_ratio": round(row["median_ms"] / base["median_ms"], 3),
             "qps_ratio": round(row["qps"] / base["qps"], 3),
         }
-        for name, row in out["latency"].items()
+        for name, row in latency.items()
     }
+
+
+def _floor(out: dict[str, Any], dim: int, bandwidth_gbps: float) -> dict[str, Any]:
+    """Bytes an exact search and an HNSW search (at the folder's efSearch) read, and the time
+    copying them takes at ``bandwidth_gbps``."""
+    n = out["chunks"]
     ef_default = next(r for r in out["sweeps"]["hnsw_ef_search"] if r["efSearch"] == out["hnsw"]["ef_search"])
-    out["floor"] = {
+    return {
         "copy_bandwidth_gbps": bandwidth_gbps,
         "exact_bytes_per_query": n * dim * 4,
         "exact_floor_ms": round(n * dim * 4 / (bandwidth_gbps * 1e9) * 1000, 3),
@@ -271,9 +308,6 @@ def run(size: str, *, n_queries: int, bandwidth_gbps: float, ivfpq: bool) -> dic
             ef_default["distances_per_query"] * dim * 4 / (bandwidth_gbps * 1e9) * 1000, 4
         ),
     }
-    out["raw_ms"] = {name: [round(x, 3) for x in t] for name, t in ms.items()}
-    chunks.close()
-    return out
 
 
 if __name__ == "__main__" and not child_entry(sys.argv[1:], child):

@@ -32,6 +32,7 @@ from bench.materialize import bench_dir, folders, open_bench_index
 from indexes import text
 from indexes.bm25 import Bm25sIndex
 from indexes.chunkstore import ChunkStore
+from indexes.store import LoadedIndex
 from rag.config import Paths
 
 SLOW = ("rank-bm25", "langchain-bm25")
@@ -115,16 +116,8 @@ def run(size: str, *, n_queries: int, n_slow: int, bandwidth_gbps: float) -> dic
     )
     contenders = {"medcite-bm25s": medcite}
     if real:  # rank-bm25 and LangChain at 1M: minutes per build, seconds per query; skipped
-        ids, texts = real_inputs(size)
-        if len(ids) != len(index.chunks) or index.chunks.get(0).chunk_id != ids[0]:
-            raise RuntimeError(
-                f"{folder} rows differ from the sample; rebuild it (bench.materialize --rebuild)"
-            )
-        pool = corpus.load_pool(Paths.from_env().indexes_dir, bench_dir())
-        tokens = pool.tokens(corpus.sample_rows(pool.size, len(ids)))  # = tokenize(texts), made once
-        contenders |= {name: build(name, texts, ids, tokens) for name in SLOW}
-        robertson = build("bm25s-robertson", texts, ids, tokens)
-        del tokens, texts
+        ids, slow, robertson = _slow_contenders(size, folder, index)
+        contenders |= slow
     search = {name: c.search for name, c in contenders.items()}
     for q in queries[:3]:  # warm-up: page cache, lazy imports
         for fn in search.values():
@@ -142,29 +135,12 @@ def run(size: str, *, n_queries: int, n_slow: int, bandwidth_gbps: float) -> dic
         "latency_all_queries": {"medcite-bm25s": summarize(all_ms["medcite-bm25s"])},
         "load_seconds_bm25s": load_times(folder / "bm25"),
     }
-    base = out["latency_paired"]["medcite-bm25s"]
-    out["ratios_vs_medcite"] = {
-        name: {
-            "median_ratio": round(row["median_ms"] / base["median_ms"], 1),
-            "p95_ratio": round(row["p95_ms"] / base["p95_ms"], 1),
-            "throughput_ratio": round(base["qps"] / row["qps"], 1),
-        }
-        for name, row in out["latency_paired"].items()
-        if name != "medcite-bm25s"
-    }
+    out["ratios_vs_medcite"] = _ratios_vs_medcite(out["latency_paired"])
     if real:
         results["bm25s-robertson"] = [robertson.search(q) for q in queries[:n_slow]]
         scorers = {name: c.scores for name, c in (contenders | {"bm25s-robertson": robertson}).items()}
-        pairs = [("medcite-bm25s", "rank-bm25"), ("medcite-bm25s", "langchain-bm25")]
-        pairs += [("rank-bm25", "langchain-bm25"), ("bm25s-robertson", "rank-bm25")]
-        row_of = {cid: n for n, cid in enumerate(ids)}
-        out["agreement"] = agreement(results, scorers, queries[:n_slow], row_of, pairs)
-    scanned = bytes_per_query(index.lexical, queries)  # type: ignore[arg-type]
-    out["floor"] = {
-        "median_bytes_per_query": int(np.median(scanned)),
-        "copy_bandwidth_gbps": bandwidth_gbps,
-        "median_floor_ms": round(float(np.median(scanned)) / (bandwidth_gbps * 1e9) * 1000, 3),
-    }
+        out["agreement"] = _agreement(results, scorers, queries[:n_slow], ids)
+    out["floor"] = _floor(index, queries, bandwidth_gbps)
     names = ["bm25s-build", *SLOW, "bm25s-load"] if real else ["bm25s-load"]
     out["memory"] = {
         n: run_child("bench.lexical", {"contender": n, "size": size, "queries": n_slow}) for n in names
@@ -175,6 +151,55 @@ def run(size: str, *, n_queries: int, n_slow: int, bandwidth_gbps: float) -> dic
     }
     index.close()
     return out
+
+
+def _slow_contenders(
+    size: str, folder: Path, index: LoadedIndex
+) -> tuple[list[str], dict[str, Contender], Contender]:
+    """(the sample's chunk ids, rank-bm25 and LangChain built from its texts, a bm25s ``robertson``
+    index of the same tokens); the tokens are the pool's, made once."""
+    ids, texts = real_inputs(size)
+    if len(ids) != len(index.chunks) or index.chunks.get(0).chunk_id != ids[0]:
+        raise RuntimeError(f"{folder} rows differ from the sample; rebuild it (bench.materialize --rebuild)")
+    pool = corpus.load_pool(Paths.from_env().indexes_dir, bench_dir())
+    tokens = pool.tokens(corpus.sample_rows(pool.size, len(ids)))  # = tokenize(texts), made once
+    slow = {name: build(name, texts, ids, tokens) for name in SLOW}
+    return ids, slow, build("bm25s-robertson", texts, ids, tokens)
+
+
+def _ratios_vs_medcite(latency: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """How many times slower than medcite each other contender is (median, p95, throughput)."""
+    base = latency["medcite-bm25s"]
+    return {
+        name: {
+            "median_ratio": round(row["median_ms"] / base["median_ms"], 1),
+            "p95_ratio": round(row["p95_ms"] / base["p95_ms"], 1),
+            "throughput_ratio": round(base["qps"] / row["qps"], 1),
+        }
+        for name, row in latency.items()
+        if name != "medcite-bm25s"
+    }
+
+
+def _agreement(
+    results: dict[str, list[list[str]]], scorers: dict[str, Callable[[str], np.ndarray]], queries: list[str],
+    ids: list[str],
+) -> dict[str, Any]:  # fmt: skip
+    """Top-10 agreement of medcite, rank-bm25, LangChain and the Okapi-idf bm25s, pair by pair."""
+    pairs = [("medcite-bm25s", "rank-bm25"), ("medcite-bm25s", "langchain-bm25")]
+    pairs += [("rank-bm25", "langchain-bm25"), ("bm25s-robertson", "rank-bm25")]
+    row_of = {cid: n for n, cid in enumerate(ids)}
+    return agreement(results, scorers, queries, row_of, pairs)
+
+
+def _floor(index: LoadedIndex, queries: list[str], bandwidth_gbps: float) -> dict[str, Any]:
+    """The median bytes a query touches and the time copying them takes at ``bandwidth_gbps``."""
+    scanned = bytes_per_query(index.lexical, queries)  # type: ignore[arg-type]
+    return {
+        "median_bytes_per_query": int(np.median(scanned)),
+        "copy_bandwidth_gbps": bandwidth_gbps,
+        "median_floor_ms": round(float(np.median(scanned)) / (bandwidth_gbps * 1e9) * 1000, 3),
+    }
 
 
 if __name__ == "__main__" and not child_entry(sys.argv[1:], child):
