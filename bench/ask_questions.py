@@ -6,6 +6,10 @@ generate / verify.
 
     python bench/ask_questions.py --profile default --out docs/results/ask_10_questions.json
     python bench/ask_questions.py --sentence-budget 160 --out docs/results/ask_10_questions_sentences.json
+    python bench/ask_questions.py --questions bench/questions/population_heldout.txt \
+        --out docs/results/population_heldout.json
+
+``--questions`` reads one question a line instead of the ten below (``bench/questions/``).
 """
 
 from __future__ import annotations
@@ -35,14 +39,25 @@ QUESTIONS = [
 ]
 
 
+def read_questions(path: Path) -> list[str]:
+    """The non-empty lines of ``path``; a clear error when it holds none."""
+    questions = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not questions:
+        raise SystemExit(f"{path} holds no question (one question a line)")
+    return questions
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=Path("docs/results/ask_10_questions.json"))
+    parser.add_argument("--questions", type=Path, default=None,
+                        help="a text file with one question a line, instead of the ten built in")  # fmt: skip
     parser.add_argument(
         "--sentence-budget", type=int, default=None, help="override the profile's [rerank] sentence_budget"
     )
     args = parser.parse_args()
+    questions = QUESTIONS if args.questions is None else read_questions(args.questions)
 
     paths = Paths.from_env()
     profile = load_profile(args.profile)
@@ -53,7 +68,7 @@ def main() -> None:
     assembled = assemble(profile, paths)
     load_seconds = time.perf_counter() - t0
     records = []
-    for question in QUESTIONS:
+    for question in questions:
         start = time.perf_counter()
         answer = assembled.pipeline.answer(question)
         total = time.perf_counter() - start
