@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rag.errors import GeneratorError
+from rag.generate.backend import candidate_forms
 
 __all__ = ["candidate_logprobs", "last_position_logits", "single_token_ids"]
 
@@ -46,7 +47,7 @@ def single_token_ids(llm: Any, candidate: str) -> tuple[int, ...]:
     """Token ids under which ``candidate`` can start the reply: its bare form ("A") and its
     space-prefixed form (" A"), each only where it is one token. Empty when neither is."""
     ids: set[int] = set()
-    for form in (candidate, " " + candidate) if candidate else ():
+    for form in candidate_forms(candidate):
         tokens = llm.tokenize(form.encode("utf-8"), add_bos=False, special=False)
         if len(tokens) == 1:
             ids.add(int(tokens[0]))

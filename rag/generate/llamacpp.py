@@ -8,7 +8,6 @@ keeps it (see the architecture notes); prompt processing is what dominates RAG l
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -18,9 +17,9 @@ from typing import Any
 
 from indexes.files import sha256_file
 from rag.errors import GeneratorError, GeneratorTimeout, ModelError, require
+from rag.generate.backend import Deadline, chat_messages, generation
 from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, single_token_ids
 from rag.generate.model_files import recorded_sha256
-from rag.generate.prompts import defuse_control_tokens
 from rag.types import Generation, Message
 
 __all__ = ["LlamaCppGenerator", "default_threads"]
@@ -34,18 +33,6 @@ def default_threads() -> int:
     and 1 generated tokens/s while 1 thread kept 21 and 4.
     """
     return max(1, len(os.sched_getaffinity(0)) // 2)
-
-
-class _Deadline:
-    """A llama.cpp stopping criterion that ends generation once ``timeout_s`` has passed."""
-
-    def __init__(self, timeout_s: float | None) -> None:
-        self.end = math.inf if timeout_s is None else time.monotonic() + timeout_s
-        self.expired = False
-
-    def __call__(self, input_ids: Any, logits: Any) -> bool:
-        self.expired = self.expired or time.monotonic() > self.end
-        return self.expired
 
 
 class LlamaCppGenerator:
@@ -121,9 +108,8 @@ class LlamaCppGenerator:
         """Token ids of the chat, formatted by the GGUF's own template; checks the context fits."""
         # Special tokens are parsed in the formatted prompt (the template's own <|im_start|> must
         # be), so message content is defused first: it cannot forge a turn of its own.
-        chat = [{"role": m.role, "content": defuse_control_tokens(m.content)} for m in messages]
         try:
-            text = self._formatter(messages=chat).prompt
+            text = self._formatter(messages=chat_messages(messages)).prompt
         except ValueError as exc:  # the template's raise_exception(), e.g. roles out of order
             raise GeneratorError(f"the model's chat template rejected the messages: {exc}") from exc
         tokens: list[int] = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
@@ -148,18 +134,13 @@ class LlamaCppGenerator:
         with self._lock:
             llm = self._model()
             tokens = self._prompt(llm, messages, room=1)
-            deadline = _Deadline(self.timeout_s)
+            deadline = Deadline(self.timeout_s)
             out = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=False)
         if deadline.expired:
             raise self._timeout()
         choice, usage = out["choices"][0], out["usage"]
-        return Generation(
-            text=choice["text"],
-            prompt_tokens=int(usage["prompt_tokens"]),
-            completion_tokens=int(usage["completion_tokens"]),
-            seconds=time.perf_counter() - start,
-            finish_reason=choice.get("finish_reason") or "stop",
-        )
+        return generation(choice["text"], int(usage["prompt_tokens"]), int(usage["completion_tokens"]), start,
+                          choice.get("finish_reason"))  # fmt: skip
 
     def stream(
         self,
@@ -178,7 +159,7 @@ class LlamaCppGenerator:
         with self._lock:
             llm = self._model()
             tokens = self._prompt(llm, messages, room=1)
-            deadline = _Deadline(self.timeout_s)
+            deadline = Deadline(self.timeout_s)
             chunks = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=True)
             try:
                 for chunk in chunks:
@@ -204,7 +185,7 @@ class LlamaCppGenerator:
         max_tokens: int,
         temperature: float,
         stop: Sequence[str],
-        deadline: _Deadline,
+        deadline: Deadline,
         *,
         stream: bool,
     ) -> Any:

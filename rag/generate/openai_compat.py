@@ -9,7 +9,6 @@ and what was wrong with its answer, never the prompt (it may hold a patient's qu
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import httpx
 
 from rag.errors import GeneratorError, GeneratorTimeout
-from rag.generate.prompts import defuse_control_tokens
+from rag.generate.backend import Deadline, candidate_forms, chat_messages, generation, logsumexp
 from rag.types import Generation, Message
 
 __all__ = ["OpenAICompatGenerator"]
@@ -74,13 +73,7 @@ class OpenAICompatGenerator:
             raise self._malformed("has no choices[0].message.content", exc) from exc
         if not isinstance(text, str):
             raise self._malformed("has a non-text choices[0].message.content")
-        return Generation(
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            seconds=time.perf_counter() - start,
-            finish_reason=choice.get("finish_reason") or "stop",
-        )
+        return generation(text, prompt_tokens, completion_tokens, start, choice.get("finish_reason"))
 
     def stream(
         self,
@@ -91,7 +84,7 @@ class OpenAICompatGenerator:
         stop: Sequence[str] = (),
     ) -> Iterator[str]:
         """Yield the ``delta.content`` of each server-sent event until ``data: [DONE]``."""
-        start = time.monotonic()
+        deadline = Deadline(self.timeout_s)
         response = self._post(
             self._payload(messages, max_tokens, temperature, stop, stream=True), stream=True
         )
@@ -102,7 +95,7 @@ class OpenAICompatGenerator:
                     f"to a streaming request is {kind or 'untyped'}, not server-sent events"
                 )
             for line in response.iter_lines():
-                if time.monotonic() - start > self.timeout_s:
+                if deadline.passed():
                     raise self._timeout()
                 if not line.startswith("data:"):
                     continue  # blank separators, ": keep-alive" comments, event:/id: fields
@@ -138,15 +131,7 @@ class OpenAICompatGenerator:
             top = {str(t["token"]): float(t["logprob"]) for t in content[0]["top_logprobs"]}
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise self._malformed("has no choices[0].logprobs.content[0].top_logprobs", exc) from exc
-        out: dict[str, float] = {}
-        for c in candidates:
-            found = [top[form] for form in {c, " " + c} if c and form in top]
-            if found:  # logsumexp, shifted by the maximum so tiny probabilities do not underflow
-                peak = max(found)
-                out[c] = peak + math.log(sum(math.exp(v - peak) for v in found))
-            else:
-                out[c] = -math.inf
-        return out
+        return {c: logsumexp([top[form] for form in candidate_forms(c) if form in top]) for c in candidates}
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -169,8 +154,7 @@ class OpenAICompatGenerator:
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
-            # The server parses special tokens in the templated prompt: content must not forge a turn.
-            "messages": [{"role": m.role, "content": defuse_control_tokens(m.content)} for m in messages],
+            "messages": chat_messages(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stream": stream,

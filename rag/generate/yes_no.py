@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 
 from rag.errors import GeneratorError
+from rag.generate.backend import logsumexp
 
 YES: tuple[str, ...] = ("yes", "Yes")
 NO: tuple[str, ...] = ("no", "No")
@@ -26,18 +27,11 @@ def yes_probability(logprobs: Mapping[str, float]) -> float | None:
     values = [float(logprobs.get(token, -math.inf)) for token in CANDIDATES]
     if any(math.isnan(v) for v in values):
         raise GeneratorError("the generator returned a NaN log-probability; check the model file")
-    log_yes = _logsumexp(values[: len(YES)])
-    log_no = _logsumexp(values[len(YES) :])
+    log_yes = logsumexp(values[: len(YES)])
+    log_no = logsumexp(values[len(YES) :])
     if log_yes == -math.inf and log_no == -math.inf:
         return None
     diff = log_yes - log_no  # may be +-inf, which the branches below handle exactly
     if diff >= 0:
         return 1.0 / (1.0 + math.exp(-diff))
     return math.exp(diff) / (1.0 + math.exp(diff))
-
-
-def _logsumexp(values: list[float]) -> float:
-    top = max(values)
-    if top == -math.inf:
-        return -math.inf
-    return top + math.log(sum(math.exp(v - top) for v in values))
