@@ -19,9 +19,11 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from rag.assemble import assemble, describe
 from rag.config import Paths
+from rag.pipeline import Pipeline
 from rag.profile import load_profile
 from rag.render import answer_to_dict
 
@@ -47,6 +49,46 @@ def read_questions(path: Path) -> list[str]:
     return questions
 
 
+def ask_all(pipeline: Pipeline, questions: list[str]) -> list[dict[str, Any]]:
+    """Each question's answer as JSON with its total seconds; a line or two printed per question."""
+    records = []
+    for question in questions:
+        start = time.perf_counter()
+        answer = pipeline.answer(question)
+        total = time.perf_counter() - start
+        row = answer_to_dict(answer)
+        row["total_seconds"] = round(total, 2)
+        records.append(row)
+        supported = sum(1 for s in answer.sentences if s.supported)
+        print(f"[{answer.mode:>9}] {total:6.1f}s  {supported}/{len(answer.sentences)} supported  {question}")
+        print(f"            {answer.text[:200]}")
+    return records
+
+
+def summary_of(records: list[dict[str, Any]], load_seconds: float) -> dict[str, Any]:
+    """Counts of answers, abstentions and supported sentences; median stage and total seconds."""
+    stages = ("retrieve", "rerank", "select", "generate", "verify")  # select: with rerank.sentence_budget
+    answered = [r for r in records if r["mode"] == "rag"]
+    return {
+        "questions": len(records),
+        "answered_with_citations": sum(1 for r in answered if r["citations"]),
+        "abstained": sum(1 for r in records if r["mode"] == "abstained"),
+        "degraded": sum(1 for r in records if r["mode"] == "degraded"),
+        "cited_sentences": sum(len(r["sentences"]) for r in answered),
+        "supported_sentences": sum(sum(1 for s in r["sentences"] if s["supported"]) for r in answered),
+        "median_seconds": {
+            stage: round(statistics.median(r["timings"].get(stage, 0.0) for r in records), 2)
+            for stage in stages
+        },
+        "median_total_seconds": round(statistics.median(r["total_seconds"] for r in records), 2),
+        # what sentence selection shrinks: the prompt of the questions that reached the generator
+        "median_prompt_tokens": statistics.median(
+            [r["usage"]["prompt_tokens"] for r in records if r["usage"].get("prompt_tokens")] or [0]
+        ),
+        "pipeline_load_seconds": round(load_seconds, 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
@@ -67,37 +109,8 @@ def main() -> None:
     t0 = time.perf_counter()
     assembled = assemble(profile, paths)
     load_seconds = time.perf_counter() - t0
-    records = []
-    for question in questions:
-        start = time.perf_counter()
-        answer = assembled.pipeline.answer(question)
-        total = time.perf_counter() - start
-        row = answer_to_dict(answer)
-        row["total_seconds"] = round(total, 2)
-        records.append(row)
-        supported = sum(1 for s in answer.sentences if s.supported)
-        print(f"[{answer.mode:>9}] {total:6.1f}s  {supported}/{len(answer.sentences)} supported  {question}")
-        print(f"            {answer.text[:200]}")
-    stages = ("retrieve", "rerank", "select", "generate", "verify")  # select: with rerank.sentence_budget
-    answered = [r for r in records if r["mode"] == "rag"]
-    summary = {
-        "questions": len(records),
-        "answered_with_citations": sum(1 for r in answered if r["citations"]),
-        "abstained": sum(1 for r in records if r["mode"] == "abstained"),
-        "degraded": sum(1 for r in records if r["mode"] == "degraded"),
-        "cited_sentences": sum(len(r["sentences"]) for r in answered),
-        "supported_sentences": sum(sum(1 for s in r["sentences"] if s["supported"]) for r in answered),
-        "median_seconds": {
-            stage: round(statistics.median(r["timings"].get(stage, 0.0) for r in records), 2)
-            for stage in stages
-        },
-        "median_total_seconds": round(statistics.median(r["total_seconds"] for r in records), 2),
-        # what sentence selection shrinks: the prompt of the questions that reached the generator
-        "median_prompt_tokens": statistics.median(
-            [r["usage"]["prompt_tokens"] for r in records if r["usage"].get("prompt_tokens")] or [0]
-        ),
-        "pipeline_load_seconds": round(load_seconds, 2),
-    }
+    records = ask_all(assembled.pipeline, questions)
+    summary = summary_of(records, load_seconds)
     print(json.dumps(summary, indent=2))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(
