@@ -183,6 +183,7 @@ class SqliteCache(Generic[K, V]):
         self._lock = threading.RLock()
         self._pending: dict[K, str | bytes | float] = {}
         self._identity: tuple[int, int] | None = None
+        self._closed = False
         self._conn: sqlite3.Connection | None = self._open()
 
     # -- opening and recovery ---------------------------------------------------------------
@@ -342,6 +343,7 @@ class SqliteCache(Generic[K, V]):
         """Store one value; committed with the next ``batch_size`` entries, or by ``flush()``."""
         encoded = self.codec.encode(value)
         with self._lock:
+            self._refuse_if_closed()
             self._pending[key] = encoded
             with _UNFLUSHED_LOCK:
                 _UNFLUSHED.add(self)
@@ -352,8 +354,14 @@ class SqliteCache(Generic[K, V]):
         """Store ``items`` (and anything pending) in one transaction, now."""
         encoded = {key: self.codec.encode(value) for key, value in items.items()}
         with self._lock:
+            self._refuse_if_closed()
             self._pending.update(encoded)
             self._flush_locked()
+
+    def _refuse_if_closed(self) -> None:
+        # A value written after close() would be lost without a word; the caller has a bug.
+        if self._closed:
+            raise ValueError(f"the {self.label} {self.path} is closed; open it again to store values")
 
     def flush(self) -> None:
         """Commit every pending entry in one transaction."""
@@ -395,6 +403,7 @@ class SqliteCache(Generic[K, V]):
     def close(self) -> None:
         """Commit what is pending and close the file (a closed cache reads as empty)."""
         with self._lock:
+            self._closed = True
             try:
                 self._flush_locked()
             finally:

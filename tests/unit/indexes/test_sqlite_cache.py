@@ -325,3 +325,13 @@ def test_a_closed_cache_reads_as_empty_and_keeps_its_file(path):
     cache.close()
     assert cache.get("a") is None and len(cache) == 0
     assert rows(path) == {"a": "1"}
+
+
+def test_writing_to_a_closed_cache_is_an_error_not_a_silent_loss(path):
+    cache = open_json(path)
+    cache.close()
+    with pytest.raises(ValueError, match="is closed"):
+        cache.put("a", 1)
+    with pytest.raises(ValueError, match="is closed"):
+        cache.put_many({"b": 2})
+    assert rows(path) == {}
