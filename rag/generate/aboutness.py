@@ -115,6 +115,9 @@ GENERIC_TERMS = frozenset(
     """.split()
 )
 
+# The article "a" (lower case anywhere, or "A" opening the question) is no subject word, though
+# the tokenizer keeps one-letter tokens for "vitamin A" and "hepatitis A" (capitalised, kept).
+_ARTICLE = re.compile(r"(?<![\w-])a(?![\w-])|^\s*A(?=\s)")
 _ENDINGS = ("ation", "ing", "ed", "ic", "al")  # one of these is cut, longest first, stem >= 4 letters
 _JOINERS = re.compile(r"[-/+']")
 
@@ -141,7 +144,7 @@ def key_terms(question: str) -> tuple[str, ...]:
     """The question's subject words, in order, without repeats (rule 1 of the module docstring)."""
     # Compounds are split so that "angle-closure" needs "angle" and "closure", not the joined
     # token "angleclosure" that only a passage hyphenating it the same way would contain.
-    tokens = tokenize(_JOINERS.sub(" ", question))
+    tokens = tokenize(_JOINERS.sub(" ", _ARTICLE.sub(" ", question)))
     terms = [
         t for t in tokens
         if stem(t) not in _GENERIC_STEMS and not t.replace(".", "").isdigit() and not _population_word(t)

@@ -189,3 +189,14 @@ def test_a_population_is_met_by_any_word_of_its_group():
     pregnant = chunk("VTE guideline", ("Enoxaparin",), "Enoxaparin, pregnant patients: 1 mg/kg twice daily.")
     assert unnamed_populations(question.populations, pregnant) == ()
     assert question.missing(pregnant) == ("deep", "vein", "thrombosis")
+
+
+def test_the_article_a_is_no_key_term_but_a_capital_a_naming_something_is():
+    # "a" stood as a key term, so a guideline bullet without the article was "not about" the
+    # question: "What is the dose of colchicine for a gout flare ...?" -> "not mentioned: a"
+    assert key_terms("What is the dose of colchicine for a gout flare in severe kidney disease?") == (
+        "colchicine", "gout", "flare", "kidney",
+    )  # fmt: skip
+    assert key_terms("A patient with sepsis needs what?") == ("sepsis",)
+    assert key_terms("What causes hepatitis A?") == ("hepatitis", "a")
+    assert key_terms("What is vitamin A deficiency?") == ("vitamin", "a", "deficiency")
