@@ -28,10 +28,18 @@ the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's
   presented as the dose in pregnancy, because "pregnancy" stands in another line of the
   passage, is the worst answer this product can give, and neither signal above sees it.
 
+- ``copy_ok``: a sentence that copies one sentence of its passage (most of its words, in order)
+  keeps that sentence's words (``changed_words``): "Septic shock is defined as life-threatening
+  organ dysfunction caused by a dysregulated host response to infection", copied from "Sepsis is
+  defined as ...", scored 0.82 with the support model. A few content words put in place of the
+  passage's (other than an abbreviation, a typo or words the copied sentence also has), or a
+  negation added or dropped, fail it. Measured on the support set (docs/benchmarks.md): it
+  catches most flipped direction words in copied sentences, and costs some supported ones.
+
 ``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok,
-names_ok and scope_ok else 0.3)``: a wrong number, a missing name or a dose tied to another group
-caps support at 0.3, under the default threshold of 0.5, whatever else agrees. With a judge,
-``support = (0.5 * heuristic + 0.5 * p_yes) * check factor``, where
+names_ok, scope_ok and copy_ok else 0.3)``: a wrong number, a missing name, a dose tied to another
+group or a changed copy caps support at 0.3, under the default threshold of 0.5, whatever else
+agrees. With a judge, ``support = (0.5 * heuristic + 0.5 * p_yes) * check factor``, where
 ``p_yes = P(yes) / (P(yes) + P(no))`` for the first token of the judge's reply; a judge that gives
 neither word any probability, or fails (logged, then not asked again in that call), leaves the
 heuristic alone. Pairs that fail a check are not sent to the judge (cannot pass anyway).
@@ -75,6 +83,7 @@ from indexes.text import indexed_text
 from rag.errors import ConfigError, GeneratorError
 from rag.generate.citations import ParsedAnswer, ParsedSentence
 from rag.generate.support_signals import (
+    changed_words,
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -119,11 +128,12 @@ class PairSupport:
     listed: bool = False  # a quoted entry, or a list of the passage's entries: support 1
     names_ok: bool = True  # every name of the claim is in the passage
     scope_ok: bool = True  # every group a dose claim names is tied to that dose in the passage
+    copy_ok: bool = True  # a near copy of a passage sentence keeps that sentence's words
 
     @property
     def checks_ok(self) -> bool:
-        """Whether the number, name and dose-scope checks pass (else support is capped by the penalty)."""
-        return self.numbers_ok and self.names_ok and self.scope_ok
+        """Whether the number, name, dose-scope and copy checks pass (else support is capped)."""
+        return self.numbers_ok and self.names_ok and self.scope_ok and self.copy_ok
 
     @property
     def heuristic(self) -> float:
@@ -217,7 +227,8 @@ class SupportVerifier:
             text = indexed_text(chunk.title, chunk.section, chunk.text)
             numbers_ok, names_ok = numbers_agree(claim, text), names_agree(claim, text)
             scope_ok = not unscoped_qualifiers(claim, chunk)
-            checks_ok = numbers_ok and names_ok and scope_ok
+            copy_ok = not changed_words(claim, chunk)
+            checks_ok = numbers_ok and names_ok and scope_ok and copy_ok
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
             model = None if modelled is None else float(modelled[i])
             if model is not None:
@@ -232,7 +243,7 @@ class SupportVerifier:
                 support = 1.0
             support *= 1.0 if checks_ok else CHECK_PENALTY
             out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed,
-                                   names_ok, scope_ok))  # fmt: skip
+                                   names_ok, scope_ok, copy_ok))  # fmt: skip
         return out
 
     def _model_probabilities(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray | None:

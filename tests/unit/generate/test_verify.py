@@ -10,6 +10,7 @@ import pytest
 from rag.errors import ConfigError, GeneratorTimeout
 from rag.generate.citations import parse_answer
 from rag.generate.support_signals import (
+    changed_words,
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -481,3 +482,53 @@ def test_a_dose_tied_to_another_group_caps_support_like_a_wrong_number():
     assert right.checks_ok and right.scope_ok
     assert wrong.numbers_ok and wrong.names_ok and not wrong.scope_ok and not wrong.checks_ok
     assert wrong.support <= CHECK_PENALTY < verifier.threshold
+
+
+SEPSIS3 = chunk(
+    "The Sepsis-3 consensus redefined sepsis to emphasize the dysregulated host response.\n\n"
+    "- **Sepsis** is defined as life-threatening organ dysfunction caused by a dysregulated host "
+    "response to infection.\n- Saracatinib (AZD0530) is a selective Src kinase inhibitor.",
+    title="Sepsis-3", section=("Septic Shock",),
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "changes"),
+    [
+        # the chain's answer to "criteria for septic shock": the sepsis definition, subject swapped
+        ("Septic shock is defined as life-threatening organ dysfunction caused by a dysregulated host "
+         "response to infection [1].", ("septic shock <- sepsis",)),
+        ("Sepsis is not defined as life-threatening organ dysfunction caused by a dysregulated host "
+         "response to infection.", ("not <- (nothing)",)),
+        ("The Sepsis-3 consensus redefined sepsis to emphasize the regulated host response.",
+         ("regulated <- dysregulated",)),
+        # faithful copies, shortened copies and spellings of the same words pass
+        ("Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host "
+         "response to infection [1].", ()),
+        ("Sepsis is organ dysfunction caused by a dysregulated host response to an infection.", ()),
+        ("AZD0530 is a selective Src kinase inhibitor.", ()),  # the copied sentence names it too
+        ("Saracatinib (AZD0530) is a selective Src kinase inhibitor.", ()),
+        ("The Sepsis-3 consensus redefined sepsis to emphasise the dysregulated host response.", ()),
+        # no sentence of the passage is copied: nothing to compare
+        ("Organ failure from infection defines sepsis.", ()),
+    ],
+)  # fmt: skip
+def test_a_near_copy_of_a_passage_sentence_must_keep_its_words(claim, changes):
+    assert changed_words(claim, SEPSIS3) == changes
+
+
+def test_a_changed_copy_caps_support_like_a_wrong_number():
+    verifier = SupportVerifier(HashEmbedder())
+    copied = "Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host response."
+    swapped = copied.replace("Sepsis", "Septic shock")
+    right, wrong = verifier.score_pairs([(copied, SEPSIS3), (swapped, SEPSIS3)])
+    assert right.copy_ok and right.checks_ok
+    assert not wrong.copy_ok and wrong.numbers_ok and wrong.names_ok and wrong.support <= CHECK_PENALTY
+
+
+def test_one_letter_typos_pass_but_other_words_with_the_same_letters_do_not():
+    potassium = chunk("Treat hypokalemia with oral potassium chloride in most patients.")
+    assert changed_words("Treat hyperkalemia with oral potassium chloride in most patients.", potassium) == (
+        "hyperkalemia <- hypokalemia",
+    )  # fmt: skip
+    assert changed_words("Treat hypokalemia with oral potasium chloride in most patients.", potassium) == ()
