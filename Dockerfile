@@ -19,11 +19,14 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY scripts ./scripts
+COPY medcite ./medcite
+COPY core ./core
 COPY rag ./rag
 COPY corpora ./corpora
 COPY indexes ./indexes
 COPY evals ./evals
 COPY api ./api
+COPY training ./training
 RUN PYTHON=python3 VENV=/opt/venv EXTRAS=all bash scripts/setup.sh \
     && medcite models fetch \
     && useradd --create-home --uid 10001 medcite \

@@ -35,8 +35,8 @@ serve: setup
 	$(BIN)/medcite serve
 
 lint: setup
-	$(BIN)/ruff check medcite rag corpora indexes evals api tests scripts bench training
-	$(BIN)/mypy medcite rag corpora indexes evals api training
+	$(BIN)/ruff check medcite core rag corpora indexes evals api tests scripts bench training
+	$(BIN)/mypy medcite core rag corpora indexes evals api training
 
 # Known vulnerabilities in the installed packages (PyPI's advisory records); triage in
 # scripts/audit-ignore.toml, explained in docs/reliability.md.

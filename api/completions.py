@@ -14,8 +14,8 @@ import uuid
 from dataclasses import asdict
 from typing import Any
 
+from core.types import Answer
 from rag.render import hit_to_dict, sentence_to_dict
-from rag.types import Answer
 
 
 def completion_id() -> str:

@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.gate import QueueFullError, QueueTimeoutError
 from api.state import UnknownModelError
-from rag.errors import (
+from core.errors import (
     ConfigError,
     GeneratorError,
     GeneratorTimeout,

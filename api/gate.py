@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from rag.errors import MedciteError
+from core.errors import MedciteError
 
 
 class QueueFullError(MedciteError):

@@ -21,7 +21,7 @@ from api.middleware import BodyLimit, RequestContext
 from api.routes import chat, health, retrieve
 from api.settings import ApiSettings, load_settings
 from api.state import Assembler, load_state
-from rag import __version__
+from core import __version__
 
 
 def serve(settings: ApiSettings) -> None:

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag.types import Filters
+from core.types import Filters
 
 
 class FiltersIn(BaseModel):

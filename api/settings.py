@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from rag.config import Paths
-from rag.errors import ConfigError
+from core.errors import ConfigError
+from core.paths import Paths
 from rag.retrieve.query import MAX_QUERY_CHARS
 
 MIN_KEY_CHARS = 16

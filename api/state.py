@@ -16,9 +16,9 @@ from typing import Any
 from api.gate import GenerationGate
 from api.ratelimit import RateLimiter
 from api.settings import ApiSettings
+from core.errors import ConfigError, MedciteError
 from indexes.manifest import read_manifest, verify_files
 from rag.assemble import Assembled, assemble, describe, make_generator
-from rag.errors import ConfigError, MedciteError
 from rag.indexing import make_retriever
 from rag.profile import Profile, load_profile
 from rag.protocols import Generator, Retriever

@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.query_latency import sample_questions
-from rag.config import Paths
+from core.paths import Paths
 
 CHAT_QUESTIONS = [
     "What is the first-line treatment for community-acquired pneumonia of low severity?",

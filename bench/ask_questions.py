@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.paths import Paths
 from rag.assemble import assemble, describe
-from rag.config import Paths
 from rag.pipeline import Pipeline
 from rag.profile import load_profile
 from rag.render import answer_to_dict

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
+from core.types import Chunk
 from indexes import text
 from indexes.manifest import read_manifest
-from rag.types import Chunk
 
 POOL_INDEXES = ("orphanet-medquad", "default", "bioasq-snippets")
 SIZES = ("10k", "100k", "1M")  # the issue's sizes; any "<n>k" / "<n>M" works (e.g. "150k" to test)
@@ -147,7 +147,7 @@ def chunk_count(size: str) -> int:
 def questions(n: int, seed: int = SEED) -> list[str]:
     """The first ``n`` of a fixed seeded sample of 200 MedQuAD questions (smaller runs are prefixes)."""
     from bench.query_latency import sample_questions
-    from rag.config import Paths
+    from core.paths import Paths
 
     pool = sample_questions(Paths.from_env(), "medquad", max(n, QUESTIONS), seed)
     return pool[:n]

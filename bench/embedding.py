@@ -22,9 +22,9 @@ import numpy as np
 
 from bench import corpus
 from bench.materialize import bench_dir
+from core.paths import Paths
+from core.types import Chunk
 from indexes import text
-from rag.config import Paths
-from rag.types import Chunk
 
 SAMPLE = 2000
 BLOCKS = 2  # each block spans several 256-text cache batches, or sorting could change nothing

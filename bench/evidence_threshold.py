@@ -23,8 +23,8 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from core.paths import Paths
 from evals.datasets import load_freetext
-from rag.config import Paths
 from rag.indexing import make_retriever, open_index
 from rag.profile import load_profile
 from rag.rerank.trained import TrainedReranker

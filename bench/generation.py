@@ -63,7 +63,7 @@ def summarize_ask(path: Path) -> dict[str, Any]:
 def measure(bandwidth_gbps: float) -> dict[str, Any]:
     """Prompt and output tokens/s of the default local model on one real RAG prompt (~1 minute)."""
     from bench.ask_questions import QUESTIONS
-    from rag.config import Paths
+    from core.paths import Paths
     from rag.generate.llamacpp import LlamaCppGenerator
     from rag.generate.models import model_path
     from rag.generate.prompts import rag_messages

@@ -29,11 +29,11 @@ from bench import corpus
 from bench.common import PeakSampler, child_entry, interleaved, rss_mb, run_child, set_threads, summarize
 from bench.lexical_contenders import PARAMS, Contender, K, agreement, bm25s_scores, build, real_inputs
 from bench.materialize import bench_dir, folders, open_bench_index
+from core.paths import Paths
 from indexes import text
 from indexes.bm25 import Bm25sIndex
 from indexes.chunkstore import ChunkStore
 from indexes.store import LoadedIndex
-from rag.config import Paths
 
 SLOW = ("rank-bm25", "langchain-bm25")
 

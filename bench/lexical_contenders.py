@@ -16,9 +16,9 @@ import numpy as np
 from bench import corpus
 from bench.common import overlap_at_k, same_top_k_up_to_ties
 from bench.materialize import bench_dir
+from core.paths import Paths
 from indexes import text
 from indexes.bm25 import Bm25Params, Bm25sIndex
-from rag.config import Paths
 
 K = 10
 PARAMS = Bm25Params()
@@ -32,7 +32,7 @@ class Contender:
 
 def real_inputs(size: str) -> tuple[list[str], list[str]]:
     """Chunk ids and indexed texts (title, section, body) of a real sample, in index row order."""
-    from rag.types import Chunk
+    from core.types import Chunk
 
     pool = corpus.load_pool(Paths.from_env().indexes_dir, bench_dir())
     rows = corpus.sample_rows(pool.size, corpus.chunk_count(size))

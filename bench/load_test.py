@@ -27,7 +27,7 @@ from bench.api_latency import free_port, rss_mb, start_server
 from bench.common import machine_info
 from bench.load_mix import mixed_load
 from bench.query_latency import sample_questions
-from rag.config import Paths
+from core.paths import Paths
 
 KEYS = [f"bench-client-{n:02d}-0123456789abcdef" for n in range(32)]
 

@@ -24,6 +24,8 @@ import numpy as np
 
 from bench import corpus
 from bench.common import PeakSampler, child_entry, rss_mb, run_child, set_threads
+from core.paths import Paths
+from core.types import Chunk
 from indexes.bm25 import Bm25Params, Bm25sIndex
 from indexes.chunkstore import ChunkStore, write_chunks
 from indexes.dense import DenseIndex, DenseParams
@@ -31,8 +33,6 @@ from indexes.embedder import SentenceTransformerEmbedder
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR, LoadedIndex, load_index
 from indexes.text import tokenizer_config
-from rag.config import Paths
-from rag.types import Chunk
 
 BLOCK = 100_000  # synthetic chunks generated per block (bounded memory, seeded per block)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.config import Paths
+from core.paths import Paths
 from rag.indexing import make_retriever, open_index
 
 MODES = ("bm25", "dense", "hybrid")

@@ -29,12 +29,12 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from core.paths import Paths
+from core.types import Hit
 from evals.metrics.retrieval import ndcg_at_k, recall_at_k, reciprocal_rank
 from evals.stats import paired_bootstrap_mean_diff
-from rag.config import Paths
 from rag.indexing import make_retriever, open_index
 from rag.retrieve.fusion import weighted_score_fusion
-from rag.types import Hit
 from training.calibrate import reliability
 
 DEPTH = 30  # the reranker's input, as in the pipeline's hybrid candidates

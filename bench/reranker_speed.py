@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bench.ask_questions import QUESTIONS
-from rag.config import Paths
+from core.paths import Paths
 from rag.indexing import make_retriever, open_index
 
 

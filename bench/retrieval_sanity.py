@@ -17,9 +17,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from core.paths import Paths
 from corpora.sources.bioasq import qrels_doc_id
 from evals.metrics.retrieval import recall_at_k
-from rag.config import Paths
 from rag.indexing import build_from_cli, make_retriever, open_index
 from rag.protocols import Retriever
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import corpus, dense, embedding, generation, hybrid, lexical, materialize, report
 from bench.common import RESULTS_DIR, memory_bandwidth_gbps, write_result
-from rag.config import Paths
+from core.paths import Paths
 
 STEPS = ("lexical", "dense", "hybrid", "embedding", "generation")
 

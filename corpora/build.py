@@ -25,6 +25,9 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from core import __version__
+from core.errors import ConfigError, EmptyCorpusError, IndexStoreError
+from core.types import Chunk, Document
 from corpora.chunking import ChunkerConfig, TokenSpans, chunk_document
 from corpora.sources.base import Source
 from indexes import text
@@ -35,9 +38,6 @@ from indexes.embedder import SentenceTransformerEmbedder
 from indexes.embedding_cache import embed_cached
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR
-from rag import __version__
-from rag.errors import ConfigError, EmptyCorpusError, IndexStoreError
-from rag.types import Chunk, Document
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
+from core.registry import SOURCES, resolve
 from corpora.sources.base import Source
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
-from rag.registry import SOURCES, resolve
 
 DEFAULT_CORPUS: tuple[str, ...] = ("open-medicine", "hpo")
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rag.errors import ConfigError
-from rag.types import Chunk, Document, Section
+from core.errors import ConfigError
+from core.types import Chunk, Document, Section
 
 TokenSpans = Callable[[str], list[tuple[int, int]]]
 """Maps text to the character span of each token, in order."""

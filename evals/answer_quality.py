@@ -42,13 +42,13 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from core.errors import ConfigError, GeneratorError, GeneratorTimeout
+from core.types import Answer, Message
 from evals.judge_cache import CachedJudge, JudgeCache
-from rag.errors import ConfigError, GeneratorError, GeneratorTimeout
 from rag.generate.sentences import marker_free, sentence_spans
 from rag.generate.support_signals import list_items
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
-from rag.types import Answer, Message
 
 JUDGE_METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")
 CITATION_METRICS = ("citation_precision", "citation_recall")

@@ -14,6 +14,8 @@ from collections import Counter
 from contextlib import closing
 from typing import Any
 
+from core.errors import MedciteError
+from core.paths import Paths
 from evals.answer_quality import AnswerItem, evaluate_answers
 from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig, condition_profile
@@ -23,8 +25,6 @@ from evals.metrics.choice import wilson_interval
 from evals.records import ItemRecord
 from evals.rundir import RunDir
 from rag.assemble import assemble
-from rag.config import Paths
-from rag.errors import MedciteError
 from rag.profile import Profile, load_profile
 
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rag.errors import ConfigError, require
+from core.errors import ConfigError, require
 from rag.profile import Profile
 
 

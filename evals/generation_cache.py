@@ -16,9 +16,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.types import Generation, Message
 from indexes.sqlite_cache import JSON, SqliteCache, Table, json_key
 from rag.protocols import Generator
-from rag.types import Generation, Message
 
 KEY_VERSION = 1  # bump when what an entry means changes: every key changes with it
 GENERATIONS = Table(

@@ -21,10 +21,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.paths import Paths
+from core.types import Generation, Message
 from indexes.sqlite_cache import JSON, SqliteCache, Table, json_key
-from rag.config import Paths
 from rag.protocols import Generator
-from rag.types import Generation, Message
 
 __all__ = ["CachedJudge", "JudgeCache", "call_key", "default_judge_cache_path"]
 

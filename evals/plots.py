@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rag.errors import require
+from core.errors import require
 
 
 def _pyplot() -> Any:

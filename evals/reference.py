@@ -24,13 +24,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from core.errors import SourceError
+from core.paths import Paths
 from evals.datasets.mirage import load_mirage
 from evals.datasets.qrels import require
 from evals.mirage_parse import REASONS, mirage_letters, parse_answer
 from evals.records import ItemRecord, write_records
 from indexes.files import sha256_file
-from rag.config import Paths
-from rag.errors import SourceError
 
 SOURCE_FILE = "mirage/mirage_reference_predictions.jsonl.gz"
 CONDITIONS = {"cot": "closed-book", "rag_32": "rag"}

@@ -16,15 +16,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from core.errors import MedciteError
+from core.paths import Paths
+from core.types import Hit
 from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig
 from evals.generation_cache import CachingGenerator
 from evals.records import ItemRecord
 from evals.rundir import RunDir
-from rag.config import Paths
-from rag.errors import MedciteError
 from rag.indexing import make_retriever, open_index
-from rag.types import Hit
 
 CHUNKS_PER_DOCUMENT = 3  # chunks fetched per wanted document, so `depth` distinct documents remain
 

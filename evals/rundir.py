@@ -23,9 +23,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError
 from evals.config import EvalConfig
 from evals.records import ItemRecord, read_records
-from rag.errors import ConfigError
 
 PACKAGES = (
     "medcite", "numpy", "bm25s", "faiss-cpu", "torch", "sentence-transformers", "llama-cpp-python",

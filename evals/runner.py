@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError, MedciteError
+from core.paths import Paths
 from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig, condition_profile
 from evals.generation_cache import CachingGenerator
@@ -24,8 +26,6 @@ from evals.records import ItemRecord
 from evals.rundir import RunDir
 from rag.assemble import assemble, make_generator
 from rag.choice import choose_option
-from rag.config import Paths
-from rag.errors import ConfigError, MedciteError
 from rag.pipeline import Clock
 from rag.profile import Profile, load_profile
 from rag.protocols import Generator

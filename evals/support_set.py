@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.errors import SourceError
+from core.types import Chunk
 from corpora.sources.base import iter_jsonl
 from evals.datasets.bioasq import bioasq_rows, normalise
-from rag.errors import SourceError
 from rag.generate.sentences import sentence_spans
-from rag.types import Chunk
 
 KINDS = ("own", "other", "near", "number", "negation", "antonym", "entity")
 PERTURBATIONS = ("number", "negation", "antonym", "entity")

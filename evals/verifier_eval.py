@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
+from core.paths import Paths
 from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
 from evals.support_set import KINDS, SupportPair, build_pairs, nearest_by_embedding, read_questions
-from rag.config import Paths
 from rag.generate.verify import PairSupport, SupportVerifier
 
 PROFILE_THRESHOLD = 0.5

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from rag.errors import IndexCorruptError, require
+from core.errors import IndexCorruptError, require
 
 
 @dataclass(frozen=True)

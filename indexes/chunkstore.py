@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.errors import IndexCorruptError
-from rag.types import Chunk
+from core.errors import IndexCorruptError
+from core.types import Chunk
 
 CHUNKS_FILE = "chunks.jsonl"
 OFFSETS_FILE = "chunk_offsets.npy"

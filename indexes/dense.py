@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rag.errors import ConfigError, IndexCorruptError, require
+from core.errors import ConfigError, IndexCorruptError, require
 
 INDEX_FILE = "index.faiss"
 PARAMS_FILE = "medcite_dense.json"

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import ModelError, require
+from core.packages import package_dir
 from indexes.files import sha256_file
-from rag.errors import ModelError, require
-from rag.packages import package_dir
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 

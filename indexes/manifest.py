@@ -14,9 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from core.errors import IndexCorruptError, IndexMismatchError, IndexNotFoundError
+from core.types import Chunk
 from indexes.files import sha256_file
-from rag.errors import IndexCorruptError, IndexMismatchError, IndexNotFoundError
-from rag.types import Chunk
 
 SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
 
 __all__ = ["FLOAT", "JSON", "Codec", "SqliteCache", "Table", "canonical_json", "hash_key", "json_key"]
 

@@ -3,7 +3,7 @@
 Layout of ``<data_dir>/indexes/<name>/``::
 
     manifest.json        see indexes/manifest.py
-    chunks.jsonl         one chunk per line (rag.types.Chunk.to_json)
+    chunks.jsonl         one chunk per line (core.types.Chunk.to_json)
     chunk_offsets.npy    byte offset of each line, plus the file length
     bm25/                bm25s arrays (.npy) + vocab/params (.json) + medcite_bm25.json
     dense/               index.faiss + medcite_dense.json (absent when built with --no-dense)
@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import ConfigError, IndexCorruptError, IndexMismatchError
+from core.types import Filters
 from indexes import text
 from indexes.bm25 import Bm25sIndex, LexicalIndex, RankBm25Index, read_params
 from indexes.chunkstore import ChunkStore
 from indexes.dense import DenseIndex
 from indexes.manifest import check_compatible, read_manifest, verify_files
-from rag.errors import ConfigError, IndexCorruptError, IndexMismatchError
-from rag.types import Filters
 
 BM25_DIR = "bm25"
 DENSE_DIR = "dense"

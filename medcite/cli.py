@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import MedciteError
+from core.paths import Paths
+from core.types import Filters, Hit
 from corpora.chunking import ChunkerConfig
-from rag.config import Paths
-from rag.errors import MedciteError
-from rag.types import Filters, Hit
 
 DEMO_QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
 

@@ -1,6 +1,6 @@
 """Assemble a Pipeline from a Profile: the one place where a profile becomes live objects.
 
-Class lookups go through ``rag/registry.py``; nothing here is created at import time.
+Class lookups go through ``core/registry.py``; nothing here is created at import time.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import ConfigError
+from core.paths import Paths
+from core.registry import resolve
 from indexes.store import LoadedIndex
-from rag.config import Paths
-from rag.errors import ConfigError
 from rag.indexing import make_retriever, open_index
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.profile import GeneratorConfig, Profile, RerankConfig
 from rag.protocols import Generator, Reranker
-from rag.registry import resolve
 from rag.rerank.evidence import check_evidence_limits
 
 

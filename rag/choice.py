@@ -11,10 +11,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag.errors import GeneratorError
+from core.errors import GeneratorError
+from core.types import Answer, Hit
 from rag.generate import prompts
 from rag.protocols import Generator
-from rag.types import Answer, Hit
 
 
 def option_probabilities(logprobs: Mapping[str, float]) -> dict[str, float]:

@@ -6,14 +6,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError, MedciteError
+from core.paths import Paths
+from core.types import Filters, Hit
 from corpora.chunking import ChunkerConfig
 from indexes.dense import DenseParams
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
-from rag.config import Paths
-from rag.errors import ConfigError, MedciteError
 from rag.protocols import Retriever
-from rag.types import Filters, Hit
 
 
 def _parse_sources(raw: list[str] | None, path: Path | None) -> list[tuple[str, Path | None]]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from rag.errors import require
+from core.errors import require
 
 require("langchain_core", package="langchain-core", extra="langchain")
 
@@ -26,8 +26,8 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_core.runnables import RunnableGenerator, RunnableLambda  # noqa: E402
 from pydantic import ConfigDict  # noqa: E402
 
+from core.types import Answer, Filters, Hit  # noqa: E402
 from rag.render import answer_to_dict  # noqa: E402
-from rag.types import Answer, Filters, Hit  # noqa: E402
 
 
 def hit_to_document(hit: Hit) -> Document:

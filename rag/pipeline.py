@@ -21,8 +21,9 @@ from collections.abc import Generator as Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.errors import ConfigError, GeneratorError, ModelError
+from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 from rag.choice import choose_option
-from rag.errors import ConfigError, GeneratorError, ModelError
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
 from rag.generate.gate import SupportChecker, SupportGate
@@ -32,7 +33,6 @@ from rag.rerank.evidence import rerank_and_filter
 from rag.rerank.injection import set_aside_instructions
 from rag.rerank.sentences import SentenceModel, select_sentences
 from rag.retrieve.query import clean_query
-from rag.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 
 _PROFILE = Profile()  # the profile model's defaults: the one home of every setting below
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rag.types import Filters, Generation, Hit, Message
+from core.types import Filters, Generation, Hit, Message
 
 
 class Embedder(Protocol):

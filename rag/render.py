@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from rag.types import Answer, Hit, SentenceSupport
+from core.types import Answer, Hit, SentenceSupport
 
 # C0/C1 controls except tab and newline, and the bidirectional embeddings, overrides and isolates
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from core.paths import Paths
+from core.types import Answer
 from rag.assemble import assemble, describe
-from rag.config import Paths
 from rag.profile import load_profile
-from rag.types import Answer
 
 QUESTIONS = {  # question -> what the default corpus holds for it
     "What is the recommended dose of pembrolizumab for metastatic melanoma?": "out of corpus (issue 14)",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from rag.config import Paths
+from core.paths import Paths
 from rag.indexing import build_from_cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from core.errors import GeneratorTimeout
+from core.types import Document, Generation
 from corpora.sources.base import DocumentBuilder
-from rag.errors import GeneratorTimeout
-from rag.types import Document, Generation
 
 
 def whitespace_spans(text: str) -> list[tuple[int, int]]:
@@ -130,7 +130,7 @@ class ScriptedVerifier:
         return 0.9
 
     def score_sentences(self, sentences, sources):
-        from rag.types import SentenceSupport
+        from core.types import SentenceSupport
 
         self.calls.append([s.claim for s in sentences])
         out = []

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from tqdm import tqdm
 
-from rag.errors import require
+from core.errors import require
 
 if TYPE_CHECKING:
     from rag.rerank.minilm import RelevanceModel

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import SourceError
 from evals.datasets.bioasq import bioasq_rows, normalise
-from rag.errors import SourceError
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.errors import ConfigError, require
+from core.paths import Paths
 from indexes.files import sha256_file
-from rag.config import Paths
-from rag.errors import ConfigError, require
 from training.calibrate import choose_threshold, fit_logistic, reliability, sigmoid
 from training.fit import FitConfig, cache_bottom, logits_of, save_float16, train
 from training.leakage import held_out_questions

@@ -51,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.errors import require
+from core.paths import Paths
 from evals.datasets.bioasq import normalise
 from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
 from evals.support_set import (
@@ -68,8 +70,6 @@ from evals.support_set import (
 )  # fmt: skip
 from indexes.files import sha256_file
 from indexes.text import tokenize
-from rag.config import Paths
-from rag.errors import require
 from training.calibrate import fit_logistic, reliability
 from training.fit import FitConfig, cache_bottom, load_finished, logits_of, save_float16, train
 from training.leakage import held_out_questions

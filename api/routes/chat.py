@@ -27,8 +27,8 @@ from api.gate import Slot
 from api.runner import ClientGone, PipelineRun
 from api.schemas import ChatMessageIn, ChatRequest, ErrorBody
 from api.settings import ApiSettings
+from core.types import Answer, Filters, Message
 from rag.generate.prompts import abstain_token
-from rag.types import Answer, Filters, Message
 
 router = APIRouter()
 log = logging.getLogger("medcite.api")

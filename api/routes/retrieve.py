@@ -11,9 +11,9 @@ from starlette.concurrency import run_in_threadpool
 from api.deps import StateDep, require_client
 from api.errors import ApiError
 from api.schemas import ChunkOut, ErrorBody, RetrieveRequest, RetrieveResponse
+from core.types import Filters
 from rag.render import hit_to_dict
 from rag.retrieve.query import clean_query
-from rag.types import Filters
 
 router = APIRouter()
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from rag.errors import SourceError
-from rag.types import Document, Section
+from core.errors import SourceError
+from core.types import Document, Section
 
 SECTION_SEPARATOR = "\n\n"
 

@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
+from core.types import Document
 from corpora.sources.base import DocumentBuilder, iter_jsonl, require_file
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 SNIPPETS_FILE = "snippet_corpus.jsonl"
 LICENSE = "BioASQ terms of use; PubMed abstract text (NLM)"

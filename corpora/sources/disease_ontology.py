@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
+from core.types import Document
 from corpora.sources.base import DocumentBuilder, download, iter_jsonl
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 TERMS_FILE = "doid_terms.jsonl"
 OBO_FILE = "doid.obo"

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
+from core.errors import ConfigError, SourceError
+from core.packages import package_dir
+from core.types import Document
 from corpora.sources.base import DocumentBuilder, require_file
-from rag.errors import ConfigError, SourceError
-from rag.packages import package_dir
-from rag.types import Document
 
 LICENSE = (
     "HPO annotations (hpo.jax.org), Human Phenotype Ontology licence; "

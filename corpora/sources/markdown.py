@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rag.types import Section
+from core.types import Section
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^(```|~~~)")

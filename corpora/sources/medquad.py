@@ -23,10 +23,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import ConfigError, SourceError
+from core.types import Document
 from corpora.sources.base import DocumentBuilder, download, iter_jsonl
 from corpora.sources.medquad_xml import QAPair, read_xml_dir, read_xml_tar, xml_files
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 LICENSE = "CC BY 4.0 (MedQuAD, Ben Abacha & Demner-Fushman 2019); original text from {}"
 UPSTREAM_COMMIT = "577bd37b"  # abachaa/MedQuAD, as pinned in the data README

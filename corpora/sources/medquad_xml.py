@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from core.errors import SourceError
 from corpora.sources.base import read_text
-from rag.errors import SourceError
 
 COLLECTION_DIR = re.compile(r"^\d+_\w+_QA")
 

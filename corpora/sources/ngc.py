@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import SourceError
+from core.types import Document
 from corpora.sources.base import DocumentBuilder, iter_jsonl
-from rag.errors import SourceError
-from rag.types import Document
 
 LICENSE = (
     "Each summary is subject to its guideline developer's copyright; AHRQ National Guideline "

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import SourceError
+from core.packages import package_dir
+from core.types import Document
 from corpora.sources.base import read_text, require_file
 from corpora.sources.markdown import markdown_sections
-from rag.errors import SourceError
-from rag.packages import package_dir
-from rag.types import Document
 
 LICENSE = "MIT (open-medicine package); summary of the cited society guideline"
 

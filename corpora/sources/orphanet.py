@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
+from core.types import Document
 from corpora.sources.base import DocumentBuilder, download, iter_jsonl, require_file
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 PACKETS_FILE = "orphapackets_full.jsonl.gz"
 UPSTREAM_COMMIT = "cbae63b4b85679ff3d745d48b8575e0854c254fd"

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from core.errors import MissingExtraError, SourceError
+from core.types import Document, Section
 from corpora.sources.base import DocumentBuilder, iter_jsonl, read_text
 from corpora.sources.markdown import first_heading, markdown_sections
-from rag.errors import MissingExtraError, SourceError
-from rag.types import Document, Section
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".jsonl", ".pdf")
 DROPPED_TAGS = {"script", "style", "nav", "noscript", "template", "head", "title", "iframe", "svg",

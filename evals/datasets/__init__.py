@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from core.errors import ConfigError
+from core.paths import Paths
 from evals.datasets.abstention import load_abstention
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
@@ -24,8 +26,6 @@ from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
 from evals.datasets.qrels import coverage, restrict
 from evals.datasets.sampling import sample
 from evals.types import McqItem, RetrievalSet
-from rag.config import Paths
-from rag.errors import ConfigError
 
 BEIR_PREFIX = "beir:"
 

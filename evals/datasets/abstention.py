@@ -32,12 +32,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
+from core.types import Chunk
 from corpora.sources.base import iter_jsonl
 from evals.datasets.bioasq import normalise
 from evals.datasets.freetext import FreeTextItem
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
-from rag.types import Chunk
 
 NAME = "abstention-default"
 INDEX = "default"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core.errors import SourceError
 from evals.datasets.qrels import build_set, read_qrels_tsv, require
 from evals.types import RetrievalSet
-from rag.errors import SourceError
 
 
 def read_queries(path: Path) -> dict[str, str]:

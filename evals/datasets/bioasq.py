@@ -13,11 +13,11 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.errors import ConfigError, SourceError
 from corpora.sources.base import iter_jsonl
 from corpora.sources.bioasq import qrels_doc_id
 from evals.datasets.qrels import build_set, read_qrels_tsv, require
 from evals.types import RetrievalSet
-from rag.errors import ConfigError, SourceError
 
 QUESTION_TYPES = ("factoid", "list", "summary", "yesno")
 

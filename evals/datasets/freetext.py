@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.errors import SourceError
 from evals.datasets.qrels import require
-from rag.errors import SourceError
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from core.errors import ConfigError, SourceError
 from corpora.sources.medquad import ANSWERLESS_PREFIXES, liveqa_answer_doc_id
 from evals.datasets.qrels import Judgement, build_set, require
 from evals.types import RetrievalSet
-from rag.errors import ConfigError, SourceError
 
 QRELS = (
     "liveqa_qrels/QA-TestSet-LiveQA-Med-Qrels-2479-Answers/"

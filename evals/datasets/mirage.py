@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError, SourceError
 from evals.datasets.qrels import require
 from evals.types import McqItem
-from rag.errors import ConfigError, SourceError
 
 BENCHMARK_FILE = "benchmark.json"
 DATASETS: dict[str, str] = {  # MIRAGE key -> the name its paper uses

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import random
 
+from core.paths import Paths
 from evals.datasets.abstention import DISEASE_SOURCES, _medquad_rows, default_index_chunks
 from evals.datasets.bioasq import normalise
 from evals.datasets.freetext import FreeTextItem
-from rag.config import Paths
 
 NAME = "abstention-near-miss"
 DRUG_TYPES = ("forget a dose", "storage and disposal")

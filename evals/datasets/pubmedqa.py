@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from core.errors import ConfigError, SourceError
 from evals.datasets.beir import load_beir
 from evals.datasets.qrels import require
 from evals.types import McqItem, RetrievalSet
-from rag.errors import ConfigError, SourceError
 
 DATASET = "pubmedqa"
 OPTIONS = {"A": "yes", "B": "no", "C": "maybe"}

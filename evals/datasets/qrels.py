@@ -11,8 +11,8 @@ import csv
 from collections.abc import Callable, Container, Iterable, Mapping
 from pathlib import Path
 
+from core.errors import SourceError
 from evals.types import QrelsCoverage, RetrievalSet
-from rag.errors import SourceError
 
 Judgement = tuple[str, str, int]  # (query id, document id, grade)
 

@@ -80,9 +80,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.types import Chunk
 from indexes.text import indexed_text, tokenize
 from rag.generate.support_signals import QUALIFIERS
-from rag.types import Chunk
 
 POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
 

@@ -13,8 +13,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from core.types import Generation, Message
 from rag.generate.prompts import defuse_control_tokens
-from rag.types import Generation, Message
 
 __all__ = ["Deadline", "candidate_forms", "chat_messages", "generation", "logsumexp"]
 

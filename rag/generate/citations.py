@@ -23,8 +23,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from core.types import Citation, Hit
 from rag.generate.sentences import marker_free, sentence_spans
-from rag.types import Citation, Hit
 
 __all__ = ["ParsedAnswer", "ParsedSentence", "parse_answer", "split_sentences", "strip_markers"]
 

@@ -57,10 +57,10 @@ from typing import Protocol
 
 import numpy as np
 
+from core.types import Citation, Hit, SentenceSupport, SupportPolicy
 from rag.generate.aboutness import Question
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
 from rag.generate.support_signals import listed_entries, quoted_from_passage
-from rag.types import Citation, Hit, SentenceSupport, SupportPolicy
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
 FLAG_UNVERIFIED = "[UNVERIFIED] "

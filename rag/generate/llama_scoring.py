@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from rag.errors import GeneratorError
+from core.errors import GeneratorError
 from rag.generate.backend import candidate_forms
 
 __all__ = ["candidate_logprobs", "last_position_logits", "single_token_ids"]

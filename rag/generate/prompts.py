@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from rag.types import Hit, Message
+from core.types import Hit, Message
 
 PROMPTS_FILE = Path(__file__).with_name("prompts.toml")
 _BRACKETS = str.maketrans("[]【】［］", "()()()")

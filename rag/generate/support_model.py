@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rag.errors import ConfigError, ModelError, require
+from core.errors import ConfigError, ModelError, require
+from core.types import Chunk
 from rag.generate.sentences import sentence_spans
 from rag.generate.support_signals import lexical_coverage
 from rag.rerank.evidence import heading
 from rag.rerank.trained import read_model_manifest, score_encoded
-from rag.types import Chunk
 
 if TYPE_CHECKING:
     from rag.rerank.minilm import SupportModel

@@ -10,9 +10,9 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from core.types import Chunk
 from indexes.text import STOPWORDS, indexed_text, tokenize
 from rag.generate.sentences import marker_free, sentence_spans
-from rag.types import Chunk
 
 _MARKDOWN = re.compile(r"\*\*|__|`|\||^#{1,6}\s*|^>\s*", re.MULTILINE)
 _NUMBER = re.compile(r"(?<![^\W\d_])(?<![\d.])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:\.\d+)?)")

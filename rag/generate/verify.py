@@ -79,8 +79,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from core.errors import ConfigError, GeneratorError
+from core.types import Chunk, Citation, Hit, Message, SentenceSupport
 from indexes.text import indexed_text
-from rag.errors import ConfigError, GeneratorError
 from rag.generate.citations import ParsedAnswer, ParsedSentence
 from rag.generate.support_signals import (
     changed_words,
@@ -96,7 +97,6 @@ from rag.generate.support_signals import (
 )
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
-from rag.types import Chunk, Citation, Hit, Message, SentenceSupport
 
 if TYPE_CHECKING:
     from rag.generate.support_model import TrainedSupport

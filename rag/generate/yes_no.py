@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from rag.errors import GeneratorError
+from core.errors import GeneratorError
 from rag.generate.backend import logsumexp
 
 YES: tuple[str, ...] = ("yes", "Yes")

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
+from core.errors import ConfigError, ModelError, require
+from core.types import Hit
 from indexes.embedder import offline_sentence_transformers
-from rag.errors import ConfigError, ModelError, require
 from rag.rerank.evidence import passage_text, sort_and_renumber
-from rag.types import Hit
 
 
 def _check_model_folder(path: Path) -> dict[str, Any]:

@@ -24,9 +24,9 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
+from core.types import Chunk, Hit
 from rag.protocols import Reranker
-from rag.types import Chunk, Hit
 
 
 def heading(chunk: Chunk) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from rag.types import Hit
+from core.types import Hit
 
 
 class IdentityReranker:

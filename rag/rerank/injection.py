@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rag.types import Hit
+from core.types import Hit
 
 _GAP = r"[^.\n]{0,40}?"
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(

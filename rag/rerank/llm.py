@@ -23,12 +23,12 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
+from core.types import Chunk, Hit, Message
 from rag.generate.yes_no import NO, YES, yes_probability
 from rag.protocols import Generator
 from rag.rerank.cache import ScoreCache, score_key
 from rag.rerank.evidence import passage_text, sort_and_renumber
-from rag.types import Chunk, Hit, Message
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from rag.errors import ModelError, require
+from core.errors import ModelError, require
 
 torch: Any = require("torch", package="torch", extra="dense")
 nn: Any = torch.nn

@@ -21,9 +21,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from core.types import Chunk, Hit
 from rag.generate.sentences import sentence_spans
 from rag.rerank.evidence import heading
-from rag.types import Chunk, Hit
 
 
 class SentenceScorer(Protocol):

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from core.errors import ConfigError, ModelError, require
+from core.types import Hit
 from indexes.files import sha256_file
-from rag.errors import ConfigError, ModelError, require
 from rag.rerank.evidence import passage_text, sort_and_renumber
-from rag.types import Hit
 
 if TYPE_CHECKING:
     from rag.rerank.minilm import RelevanceModel

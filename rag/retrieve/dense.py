@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from core.errors import ConfigError
+from core.types import Filters, Hit
 from indexes.store import LoadedIndex
-from rag.errors import ConfigError
 from rag.protocols import Embedder
 from rag.retrieve.query import clean_query
-from rag.types import Filters, Hit
 
 
 class DenseRetriever:

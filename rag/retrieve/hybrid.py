@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
+from core.types import Filters, Hit
 from rag.profile import RetrievalConfig
 from rag.protocols import Retriever
 from rag.retrieve.fusion import ranked, reciprocal_rank_fusion, weighted_score_fusion
-from rag.types import Filters, Hit
 
 DEFAULTS = RetrievalConfig()  # one home for retrieval defaults: the profile model
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from core.types import Filters, Hit
 from indexes import text
 from indexes.store import LoadedIndex
 from rag.retrieve.query import clean_query
-from rag.types import Filters, Hit
 
 
 class Bm25Retriever:

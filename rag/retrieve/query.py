@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from core.errors import QueryError
 from indexes import text
-from rag.errors import QueryError
 
 MAX_QUERY_CHARS = 4000
 

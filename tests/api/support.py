@@ -16,15 +16,15 @@ import uvicorn
 
 from api.main import create_app
 from api.settings import ApiSettings
+from core.errors import GeneratorTimeout
+from core.paths import Paths
+from core.types import Generation
 from rag.assemble import Assembled
-from rag.config import Paths
-from rag.errors import GeneratorTimeout
 from rag.indexing import open_index
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.profile import Profile
 from rag.rerank.identity import IdentityReranker
 from rag.retrieve.lexical import Bm25Retriever
-from rag.types import Generation
 from tests.helpers import ScriptedVerifier
 
 KEY = "test-key-0123456789abcdef"

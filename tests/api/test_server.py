@@ -11,9 +11,9 @@ import openai
 import pytest
 
 from api.settings import ApiSettings
+from core.types import Filters
 from indexes.store import load_index
 from rag.indexing import retrieve
-from rag.types import Filters
 from tests.api.support import KEY, ScriptedGenerator, live_server, scripted_assembler
 from tests.helpers import ScriptedVerifier
 

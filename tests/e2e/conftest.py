@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.config import Paths
+from core.paths import Paths
 from rag.indexing import build_from_cli
 
 

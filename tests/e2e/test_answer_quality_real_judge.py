@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from core.paths import Paths
 from evals.answer_quality import AnswerItem, evaluate_answers
 from indexes.embedder import SentenceTransformerEmbedder
-from rag.config import Paths
 from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import model_path
 

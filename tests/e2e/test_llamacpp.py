@@ -10,11 +10,11 @@ import math
 
 import pytest
 
-from rag.config import Paths
-from rag.errors import GeneratorTimeout
+from core.errors import GeneratorTimeout
+from core.paths import Paths
+from core.types import Message
 from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import DEFAULT_GENERATOR, fetch_model
-from rag.types import Message
 
 pytestmark = pytest.mark.e2e
 

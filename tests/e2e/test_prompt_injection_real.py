@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from core.paths import Paths
 from rag.assemble import assemble
-from rag.config import Paths
 from rag.generate.prompts import prompts
 from rag.indexing import build_from_cli
 from rag.profile import Profile

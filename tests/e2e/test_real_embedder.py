@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.config import Paths
+from core.paths import Paths
+from core.types import Filters
 from rag.indexing import open_index, retrieve
-from rag.types import Filters
 
 pytestmark = pytest.mark.e2e
 

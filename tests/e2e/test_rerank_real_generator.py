@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import pytest
 
+from core.paths import Paths
+from core.types import Chunk, Hit
 from corpora.sources.open_medicine import OpenMedicineSource
-from rag.config import Paths
 from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import model_path
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import LlmRelevanceReranker
-from rag.types import Chunk, Hit
 
 pytestmark = pytest.mark.e2e
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pytest
 
+from core.types import Hit
 from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
 from corpora.sources.open_medicine import OpenMedicineSource
 from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
 from rag.generate.citations import parse_answer
 from rag.generate.verify import SupportVerifier
-from rag.types import Hit
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ import yaml
 from api.settings import ApiSettings
 
 ROOT = Path(__file__).resolve().parents[2]
-PATH_VARIABLES = {"MEDCITE_DATA_DIR", "MEDCITE_MODEL_DIR", "MEDCITE_SOURCE_DATA"}  # rag.config.Paths
+PATH_VARIABLES = {"MEDCITE_DATA_DIR", "MEDCITE_MODEL_DIR", "MEDCITE_SOURCE_DATA"}  # core.paths.Paths
 
 
 def compose() -> dict:

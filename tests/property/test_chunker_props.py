@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.errors import ConfigError
+from core.types import Chunk, Document
 from corpora.chunking import ChunkerConfig, TokenSpans, WordpieceSpans, chunk_document
-from rag.errors import ConfigError
-from rag.types import Chunk, Document
 from tests.helpers import make_doc, whitespace_spans
 
 # Every code point except lone surrogates (not encodable, never in a decoded document).

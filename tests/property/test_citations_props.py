@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.types import Chunk, Hit
 from rag.generate.citations import parse_answer, strip_markers
-from rag.types import Chunk, Hit
 
 
 def hit(n: int) -> Hit:

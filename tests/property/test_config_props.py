@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from api.settings import ApiSettings, load_settings
+from core.errors import ConfigError
 from evals.config import EvalConfig, load_config
-from rag.errors import ConfigError
 from rag.profile import Profile, load_profile
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import QueryError
 from indexes.text import STOPWORDS, indexed_text, normalize, tokenize
-from rag.errors import QueryError
 from rag.retrieve.query import MAX_QUERY_CHARS, clean_query
 
 ANY_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=200)

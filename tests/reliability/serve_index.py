@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from api.settings import ApiSettings
+from core.paths import Paths
 from rag.assemble import Assembled
-from rag.config import Paths
 from rag.profile import Profile
 from tests.api.support import KEY, ScriptedGenerator, live_server, scripted_assembler
 from tests.helpers import HashEmbedder

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from api.settings import ApiSettings
-from rag.config import Paths
+from core.paths import Paths
 from tests.api.support import ScriptedGenerator, live_server, scripted_assembler
 
 KEYS = [f"load-client-{n:02d}-0123456789abcdef" for n in range(32)]

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.errors import IndexStoreError
 from corpora.build import BuildConfig, build_index
 from indexes.dense import DenseParams
 from indexes.embedding_cache import VectorStore
 from indexes.store import load_index
-from rag.errors import IndexStoreError
 from rag.retrieve.lexical import Bm25Retriever
 from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
 

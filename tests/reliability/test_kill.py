@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from core.paths import Paths
 from evals.records import ItemRecord, read_records, write_records
 from indexes.store import load_index
-from rag.config import Paths
 from rag.indexing import build_from_cli
 from tests.reliability.killable import N_DOCS, SlowEmbedder, SlowLetterModel, build, run
 

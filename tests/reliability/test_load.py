@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from bench.load_mix import mixed_load
-from rag.config import Paths
+from core.paths import Paths
 from rag.indexing import build_from_cli
 from tests.reliability.serve_load import KEYS
 from tests.reliability.server_process import server_process

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from core.types import Generation, Message
 from evals.generation_cache import CachingGenerator
 from evals.judge_cache import CachedJudge, JudgeCache
 from indexes.embedding_cache import embed_cached
 from rag.generate.yes_no import NO, YES
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import LlmRelevanceReranker, relevance_messages
-from rag.types import Generation, Message
 from tests.helpers import HashEmbedder
 from tests.unit.rerank.passages import hits_from
 

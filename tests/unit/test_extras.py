@@ -5,10 +5,10 @@ import sys
 import numpy as np
 import pytest
 
+from core.errors import MissingExtraError
 from indexes.bm25 import Bm25Params, RankBm25Index
 from indexes.dense import DenseIndex, DenseParams
 from indexes.embedder import SentenceTransformerEmbedder
-from rag.errors import MissingExtraError
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("medcite", "rag", "corpora", "indexes", "evals", "api", "training", "bench")
+PACKAGES = ("medcite", "core", "rag", "corpora", "indexes", "evals", "api", "training", "bench")
 MAX_LINES = 60
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("rag", "corpora", "indexes", "evals", "api", "bench", "scripts")
+PACKAGES = ("medcite", "core", "rag", "corpora", "indexes", "evals", "api", "training", "bench", "scripts")
 FORBIDDEN = {
     "pickle module": re.compile(r"^\s*(import|from)\s+(c?pickle|dill|cloudpickle|shelve|marshal)\b", re.M),
     "pickle call": re.compile(r"\b(c?pickle|dill|cloudpickle|joblib|marshal)\.loads?\("),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import rag
+import core
 
 
 def test_package_version_is_pyprojects() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text(encoding="utf-8"))
-    assert rag.__version__ == pyproject["project"]["version"]
+    assert core.__version__ == pyproject["project"]["version"]
 
 
 def test_the_api_reports_the_package_version() -> None:
@@ -18,4 +18,4 @@ def test_the_api_reports_the_package_version() -> None:
     from api.settings import load_settings
 
     app = create_app(load_settings(api_keys="k" * 20))  # a factory: no model is loaded here
-    assert app.openapi()["info"]["version"] == rag.__version__
+    assert app.openapi()["info"]["version"] == core.__version__

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from api.completions import AbstainHoldBack, ChunkWriter, completion_body
-from rag.types import Answer, Chunk, Citation, Hit
+from core.types import Answer, Chunk, Citation, Hit
 
 CHUNK = Chunk("d#0", "d", "Doc", ("S",), "src", "https://x", "CC0", 5, 12, "passage")
 

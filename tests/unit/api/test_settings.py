@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from api.settings import load_settings
-from rag.errors import ConfigError
+from core.errors import ConfigError
 
 KEY = "k" * 16
 

@@ -11,7 +11,7 @@ from bench.corpus import (
     synthetic_bases,
     synthetic_chunk,
 )
-from rag.types import Chunk
+from core.types import Chunk
 
 # three chunks of 3, 2 and 4 tokens, ids into a vocabulary of 10
 TOKEN_IDS = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8], dtype=np.int32)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.types import Document
 from corpora.sources.bioasq import BioasqSnippetSource, qrels_doc_id, snippet_id
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import ConfigError
+from core.types import Document, Section
 from corpora.chunking import ChunkerConfig, chunk_document
-from rag.errors import ConfigError
-from rag.types import Document, Section
 from tests.helpers import make_doc, whitespace_spans
 
 

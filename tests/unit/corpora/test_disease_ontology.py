@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.types import Document
 from corpora.sources.disease_ontology import DiseaseOntologySource, iter_obo_terms
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 
 def _bodies(doc: Document) -> dict[str, str]:

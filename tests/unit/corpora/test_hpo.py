@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.types import Document
 from corpora.sources.hpo import HpoSource, band_of_ratio, parse_obo, pooled_band
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 DEFAULT_BUDGET = 600_000  # wordpieces; the embedded default corpus must build in minutes
 HEADER = "database_id\tdisease_name\tqualifier\thpo_id\treference\tevidence\tonset\tfrequency\tsex\tmodifier\taspect\tbiocuration"  # noqa: E501

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.types import Document
 from corpora.sources.medquad import ANSWERLESS_PREFIXES, MedQuADSource, liveqa_answer_doc_id
 from corpora.sources.medquad_xml import iter_tar_xml, parse_xml
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 QRELS = (
     "liveqa_qrels/QA-TestSet-LiveQA-Med-Qrels-2479-Answers/"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import SourceError
+from core.types import Document
 from corpora.sources.ngc import LICENSE, NgcSource, fix_mojibake, split_recommendations
-from rag.errors import SourceError
-from rag.types import Document
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import corpora.sources.orphanet as orphanet
+from core.errors import ConfigError, SourceError
+from core.types import Document
 from corpora.sources.orphanet import OrphanetSource, pack_archive
-from rag.errors import ConfigError, SourceError
-from rag.types import Document
 
 
 def _check_spans(doc: Document) -> None:

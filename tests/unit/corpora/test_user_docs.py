@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import MissingExtraError, SourceError
+from core.types import Document
 from corpora.sources.user_docs import UserDocsSource
-from rag.errors import MissingExtraError, SourceError
-from rag.types import Document
 
 HTML = """<!doctype html><html><head><title>Clinic &amp; Ward Guide</title>
 <style>body { color: red }</style><script>alert("stolen")</script></head><body>

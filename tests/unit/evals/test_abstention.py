@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from core.types import Answer, SentenceSupport
 from evals.answers_run import abstention_metrics, cited_sentence_counts
 from evals.datasets.abstention import split_questions
 from evals.records import ItemRecord
-from rag.types import Answer, SentenceSupport
 
 
 def _row(qid: str, source: str, qtype: str, focus: str, question: str) -> dict[str, str]:

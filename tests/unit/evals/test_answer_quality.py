@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 
+from core.errors import ConfigError, GeneratorError, GeneratorTimeout
+from core.paths import Paths
+from core.types import Answer, Citation, Generation, Message, SentenceSupport
 from evals.answer_quality import (
     KNOWN_METRICS,
     AnswerItem,
@@ -24,9 +27,6 @@ from evals.answer_quality import (
     reference_item_precision,
 )
 from evals.judge_cache import JudgeCache, default_judge_cache_path
-from rag.config import Paths
-from rag.errors import ConfigError, GeneratorError, GeneratorTimeout
-from rag.types import Answer, Citation, Generation, Message, SentenceSupport
 from tests.helpers import HashEmbedder
 
 CONTEXTS = (

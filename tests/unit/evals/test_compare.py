@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError
 from evals.compare import compare, compare_runs, render_markdown, render_text, unpaired_datasets
 from evals.records import ItemRecord, write_records
 from evals.stats import mcnemar_exact
-from rag.errors import ConfigError
 
 
 def rec(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
 from evals.datasets import load_mcq
 from evals.datasets.mirage import load_mirage
 from evals.datasets.pubmedqa import load_pqal
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
 from evals.datasets import MCQ_LOADERS, RETRIEVAL_LOADERS, load_mcq, load_retrieval
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
 
 
 def test_known_names() -> None:

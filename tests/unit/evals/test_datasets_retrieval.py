@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError, SourceError
+from core.paths import Paths
 from evals.datasets import load_retrieval
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
 from evals.datasets.liveqa import load_liveqa, read_questions
-from rag.config import Paths
-from rag.errors import ConfigError, SourceError
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.paths import Paths
 from evals.metrics.retrieval import (
     average_precision,
     ndcg_at_k,
@@ -18,7 +19,6 @@ from evals.metrics.retrieval import (
     recall_at_k,
     reciprocal_rank,
 )
-from rag.config import Paths
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from core.errors import SourceError
+from core.paths import Paths
 from corpora.sources.bioasq import BioasqSnippetSource
 from evals.datasets import coverage, load_retrieval, restrict
 from evals.datasets.qrels import build_set, merge
 from evals.types import RetrievalSet
-from rag.config import Paths
-from rag.errors import SourceError
 
 QRELS = {"q1": {"a": 1, "b": 2, "x": 0}, "q2": {"c": 1}, "q3": {"d": 1, "e": 1}}
 

@@ -8,11 +8,11 @@ import math
 
 import pytest
 
+from core.errors import ConfigError
+from core.paths import Paths
 from evals.config import EvalConfig, condition_profile
 from evals.records import read_records
 from evals.runner import report_run, run_eval
-from rag.config import Paths
-from rag.errors import ConfigError
 from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR, load_profile
 from tests.helpers import LetterModel
@@ -165,7 +165,7 @@ class WriterModel(LetterModel):
     """Answers with a cited sentence, splits statements, and says yes to every judgement."""
 
     def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
-        from rag.types import Generation
+        from core.types import Generation
 
         prompt = messages[-1].content
         if "Statements:" in prompt:

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
+from core.paths import Paths
 from evals.datasets import load_mcq, sample
 from evals.types import McqItem
-from rag.config import Paths
 
 
 def items() -> list[McqItem]:

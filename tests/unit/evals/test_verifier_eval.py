@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.types import Chunk
 from evals.support_set import SupportPair
 from evals.verifier_eval import _verifier_report, markdown
-from rag.types import Chunk
 
 PASSAGE = Chunk("p#0", "p", "", (), "bioasq", "", "", 0, 1, "x")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from core.types import Chunk
 from rag.generate.aboutness import (
     Question,
     asked_for,
@@ -17,7 +18,6 @@ from rag.generate.aboutness import (
     unnamed_populations,
     unspoken,
 )
-from rag.types import Chunk
 
 PEMBRO = "What is the recommended dose of pembrolizumab for metastatic melanoma?"
 

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from core.types import Message
 from rag.generate.backend import Deadline, candidate_forms, chat_messages, generation, logsumexp
-from rag.types import Message
 
 
 def test_chat_messages_defuse_every_content():

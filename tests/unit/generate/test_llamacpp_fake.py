@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from rag.errors import GeneratorError, GeneratorTimeout, MissingExtraError, ModelError
+from core.errors import GeneratorError, GeneratorTimeout, MissingExtraError, ModelError
+from core.types import Message
 from rag.generate import llamacpp
 from rag.generate.llamacpp import LlamaCppGenerator
-from rag.types import Message
 
 N_VOCAB = 300
 WORDS = {"A": 0, " A": 1, "B": 2, "Yes": 3, " No": 4}  # "B" has no " B" form; "No" only " No"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.errors import ModelError
+from core.errors import ModelError
 from rag.generate import model_files, models
 from rag.generate.model_files import recorded_sha256
 from rag.generate.models import ModelSpec, fetch_model, model_path

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from rag.errors import GeneratorError, GeneratorTimeout
+from core.errors import GeneratorError, GeneratorTimeout
+from core.types import Message
 from rag.generate.openai_compat import OpenAICompatGenerator
-from rag.types import Message
 from tests.unit.generate.fake_openai_server import REPLY, FakeOpenAIServer
 
 SECRET_QUESTION = "My patient Jane Roe, born 1970-01-01, has bleeding gums: scurvy?"

@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import pytest
 
-from rag.errors import ModelError
+from core.errors import ModelError
+from core.types import Chunk
 from rag.generate.support_model import SHIPPED_SUPPORT_MODEL, TrainedSupport, calibrated, windows
 from rag.generate.verify import CHECK_PENALTY, HEURISTIC_THRESHOLD, SupportVerifier
-from rag.types import Chunk
 from tests.helpers import HashEmbedder
 
 MARFAN = (

@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from rag.errors import ConfigError, GeneratorTimeout
+from core.errors import ConfigError, GeneratorTimeout
+from core.types import Chunk, Hit
 from rag.generate.citations import parse_answer
 from rag.generate.support_signals import (
     changed_words,
@@ -23,7 +24,6 @@ from rag.generate.support_signals import (
     unscoped_qualifiers,
 )
 from rag.generate.verify import CHECK_PENALTY, SupportVerifier
-from rag.types import Chunk, Hit
 from tests.helpers import HashEmbedder
 
 QSOFA = (

@@ -6,22 +6,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corpora.build import BuildConfig, build_index
-from indexes import text
-from indexes.dense import DenseParams
-from indexes.embedding_cache import embed_cached, seed_from_index
-from indexes.manifest import read_manifest
-from indexes.store import load_index
-from rag.errors import (
+from core.errors import (
     ConfigError,
     EmptyCorpusError,
     IndexCorruptError,
     IndexMismatchError,
     IndexNotFoundError,
 )
+from core.types import Filters
+from corpora.build import BuildConfig, build_index
+from indexes import text
+from indexes.dense import DenseParams
+from indexes.embedding_cache import embed_cached, seed_from_index
+from indexes.manifest import read_manifest
+from indexes.store import load_index
 from rag.retrieve.dense import DenseRetriever
 from rag.retrieve.lexical import Bm25Retriever
-from rag.types import Filters
 from tests.helpers import HashEmbedder, ListSource, all_files, make_doc, whitespace_spans
 
 DOCS = [

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from core.errors import ConfigError
 from indexes.dense import DenseIndex, DenseParams
-from rag.errors import ConfigError
 
 
 def _vectors(n=500, dim=32, seed=0):

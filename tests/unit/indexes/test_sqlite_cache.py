@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import ConfigError
 from indexes.sqlite_cache import FLOAT, JSON, Codec, SqliteCache, Table, canonical_json, hash_key, json_key
-from rag.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 ENTRIES = Table("entries", key_type="TEXT", value_column="value", value_type="TEXT")

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.errors import QueryError
+from core.errors import QueryError
 from rag.retrieve.fusion import ranked, reciprocal_rank_fusion
 from rag.retrieve.query import clean_query
 

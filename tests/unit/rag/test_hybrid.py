@@ -1,8 +1,8 @@
 import pytest
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
+from core.types import Chunk, Filters, Hit
 from rag.retrieve.hybrid import HybridRetriever
-from rag.types import Chunk, Filters, Hit
 
 
 def chunk(cid: str, text: str = "same text") -> Chunk:

@@ -3,8 +3,8 @@
 import pytest
 from langchain_core.runnables import RunnableLambda
 
+from core.types import Answer, Chunk, Citation, Hit
 from rag.langchain import MedciteRetriever, as_runnable, as_streaming_runnable
-from rag.types import Answer, Chunk, Citation, Hit
 
 CHUNK = Chunk(
     chunk_id="open-medicine:af#0",

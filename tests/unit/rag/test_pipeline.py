@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from rag.errors import ConfigError, GeneratorError, GeneratorTimeout, ModelError, QueryError
+from core.errors import ConfigError, GeneratorError, GeneratorTimeout, ModelError, QueryError
+from core.types import Chunk, Generation, Hit, Message
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.rerank.identity import IdentityReranker
-from rag.types import Chunk, Generation, Hit, Message
 from tests.helpers import ScriptedVerifier
 
 TEXTS = {

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
 from rag.profile import available_profiles, load_profile
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from core.types import Answer, Chunk, Hit
 from rag.generate.citations import parse_answer
 from rag.generate.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
 from rag.generate.prompts import abstain_message, abstain_token
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from rag.types import Answer, Chunk, Hit
 from tests.helpers import ScriptedVerifier, WordGenerator
 
 PASSAGES = {  # chunk id -> (title, section, text)

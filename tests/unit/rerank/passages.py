@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag.types import Chunk, Hit
+from core.types import Chunk, Hit
 
 
 def make_hit(chunk_id: str, text: str, *, score: float = 0.0, rank: int = 1, title: str = "") -> Hit:

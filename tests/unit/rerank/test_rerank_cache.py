@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
 from rag.rerank.cache import ScoreCache
 
 

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from rag.errors import MissingExtraError, ModelError
+from core.errors import MissingExtraError, ModelError
 from rag.rerank.cross_encoder import CrossEncoderReranker
 from rag.rerank.evidence import passage_text
 from tests.unit.rerank.passages import hits_from

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from rag.errors import ConfigError
-from rag.registry import resolve
+from core.errors import ConfigError
+from core.registry import resolve
+from core.types import Hit
 from rag.rerank.evidence import check_evidence_limits, passage_text, rerank_and_filter, sort_and_renumber
 from rag.rerank.identity import IdentityReranker
-from rag.types import Hit
 from tests.unit.rerank.passages import hits_from, make_hit
 
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from rag.errors import ConfigError, GeneratorError
+from core.errors import ConfigError, GeneratorError
+from core.types import Message
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import NO, RELEVANCE_USER, YES, LlmRelevanceReranker, yes_probability
-from rag.types import Message
 from tests.unit.rerank.passages import hits_from
 
 QUESTION = "What is the first-line treatment for hypertension in adults?"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.types import Chunk, Hit
 from rag.rerank.sentences import select_sentences
-from rag.types import Chunk, Hit
 
 TEXT = (
     "Sepsis is a life-threatening organ dysfunction. "

@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from rag.errors import ModelError
+from core.errors import ModelError
+from core.types import Chunk, Hit
 from rag.rerank.trained import SHIPPED_MODEL, TrainedReranker, calibrated
-from rag.types import Chunk, Hit
 
 
 def _hit(n: int, title: str, text: str) -> Hit:

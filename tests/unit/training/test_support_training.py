@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
+from core.paths import Paths
 from evals.datasets.bioasq import normalise
 from evals.support_set import change_number, read_questions
-from rag.config import Paths
 from training.leakage import held_out_questions
 from training.pairs import PairStats
 from training.support import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rag.errors import ConfigError
+from core.errors import ConfigError
 
 SOURCES: dict[str, str] = {
     "open-medicine": "corpora.sources.open_medicine:OpenMedicineSource",
