@@ -7,6 +7,10 @@ JSON in sqlite (``indexes/sqlite_cache.py``; nothing is pickled). The model's id
 fingerprint (file sha256), so a different model never reads another's entries. The file format
 (table ``generations``, ``key TEXT``, ``value TEXT``) and the keys are the ones this cache
 always had, so the answers in existing files are read back.
+
+:class:`DiskCachedGenerator` is the lookup, ask and store that this cache and the judge cache
+(``evals/judge_cache.py``) share; each keeps its own table and key formula, so the files each
+has written keep answering.
 """
 
 from __future__ import annotations
@@ -26,46 +30,62 @@ GENERATIONS = Table(
 )
 
 
+def plain_messages(messages: Sequence[Message]) -> list[list[str]]:
+    """Messages as the cache keys hold them: ``[[role, content], ...]``."""
+    return [[m.role, m.content] for m in messages]
+
+
 def _key(
     fingerprint: dict[str, Any], method: str, messages: Sequence[Message], params: dict[str, Any]
 ) -> str:
     payload = {
         "model": fingerprint,
         "method": method,
-        "messages": [[m.role, m.content] for m in messages],
+        "messages": plain_messages(messages),
         "params": params,
     }
     return json_key(payload, version=KEY_VERSION)
 
 
-class CachingGenerator:
-    """Wraps a Generator; ``hits`` and ``misses`` count lookups (a finished re-run has no misses)."""
+class DiskCachedGenerator:
+    """A Generator that answers from ``cache`` and asks ``inner`` on a miss.
 
-    def __init__(self, inner: Generator, path: Path) -> None:
+    Subclasses say what a call's key is (``generate_key``: ``None`` for a call never cached,
+    ``logprobs_key``) and whether a stored generation keeps its ``seconds``. ``hits`` counts the
+    calls answered from disk, ``misses`` those that reached ``inner`` and were stored.
+    """
+
+    keep_seconds = False  # a hit always reports 0 seconds; stored only where files always had it
+
+    def __init__(self, inner: Generator, cache: SqliteCache[str, Any]) -> None:
         self.inner = inner
+        self.cache = cache
         self.name = inner.name
-        # One commit per entry: each costs seconds of model time, a commit a millisecond, and a
-        # killed run keeps every answer it got.
-        self._cache: SqliteCache[str, Any] = SqliteCache(
-            path, GENERATIONS, JSON, label="generation cache", batch_size=1
-        )
         self._fingerprint = inner.fingerprint()
         self.hits = 0
         self.misses = 0
 
+    def fingerprint(self) -> dict[str, Any]:
+        return self._fingerprint
+
     def close(self) -> None:
-        self._cache.close()
+        self.cache.close()
+
+    def generate_key(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, stop: Sequence[str]
+    ) -> str | None:
+        raise NotImplementedError
+
+    def logprobs_key(self, messages: Sequence[Message], candidates: Sequence[str]) -> str:
+        raise NotImplementedError
 
     def _get(self, key: str) -> Any:
-        value = self._cache.get(key)
+        value = self.cache.get(key)
         if value is None:
             self.misses += 1
-            return None
-        self.hits += 1
+        else:
+            self.hits += 1
         return value
-
-    def _put(self, key: str, value: Any) -> None:
-        self._cache.put(key, value)
 
     def generate(
         self,
@@ -75,19 +95,19 @@ class CachingGenerator:
         temperature: float = 0.0,
         stop: Sequence[str] = (),
     ) -> Generation:
-        if temperature > 0:  # sampled text is not a function of the prompt: never cache it
-            return self.inner.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
-        params = {"max_tokens": max_tokens, "stop": list(stop)}
-        key = _key(self._fingerprint, "generate", messages, params)
-        cached = self._get(key)
+        key = self.generate_key(messages, max_tokens, temperature, stop)
+        cached = None if key is None else self._get(key)
         if cached is not None:
             return Generation(**{**cached, "seconds": 0.0})
         generation = self.inner.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
-        self._put(key, {
-            "text": generation.text, "prompt_tokens": generation.prompt_tokens,
-            "completion_tokens": generation.completion_tokens, "seconds": generation.seconds,
-            "finish_reason": generation.finish_reason,
-        })  # fmt: skip
+        if key is not None:
+            value: dict[str, Any] = {
+                "text": generation.text, "prompt_tokens": generation.prompt_tokens,
+                "completion_tokens": generation.completion_tokens, "finish_reason": generation.finish_reason,
+            }  # fmt: skip
+            if self.keep_seconds:
+                value["seconds"] = generation.seconds
+            self.cache.put(key, value)
         return generation
 
     def stream(
@@ -98,17 +118,36 @@ class CachingGenerator:
         temperature: float = 0.0,
         stop: Sequence[str] = (),
     ) -> Iterator[str]:
-        """Evaluation does not need token-by-token output: one cached piece per completion."""
+        """Evaluation reads a completion whole, never live: one cached piece per completion."""
         yield self.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop).text
 
     def next_token_logprobs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
-        key = _key(self._fingerprint, "next_token_logprobs", messages, {"candidates": list(candidates)})
+        key = self.logprobs_key(messages, candidates)
         cached = self._get(key)
         if cached is not None:
             return {c: (-math.inf if v is None else float(v)) for c, v in cached.items()}
         logprobs = self.inner.next_token_logprobs(messages, candidates)
-        self._put(key, {c: (v if math.isfinite(v) else None) for c, v in logprobs.items()})
+        # JSON has no -inf: a candidate the model cannot produce is stored as null.
+        self.cache.put(key, {c: (v if math.isfinite(v) else None) for c, v in logprobs.items()})
         return logprobs
 
-    def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint
+
+class CachingGenerator(DiskCachedGenerator):
+    """The eval generations cache; ``hits`` and ``misses`` count lookups (a finished re-run has no misses)."""
+
+    keep_seconds = True
+
+    def __init__(self, inner: Generator, path: Path) -> None:
+        # One commit per entry: each costs seconds of model time, a commit a millisecond, and a
+        # killed run keeps every answer it got.
+        super().__init__(inner, SqliteCache(path, GENERATIONS, JSON, label="generation cache", batch_size=1))
+
+    def generate_key(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, stop: Sequence[str]
+    ) -> str | None:
+        if temperature > 0:  # sampled text is not a function of the prompt: never cache it
+            return None
+        return _key(self._fingerprint, "generate", messages, {"max_tokens": max_tokens, "stop": list(stop)})
+
+    def logprobs_key(self, messages: Sequence[Message], candidates: Sequence[str]) -> str:
+        return _key(self._fingerprint, "next_token_logprobs", messages, {"candidates": list(candidates)})

@@ -11,18 +11,19 @@ processes can share the file; a corrupt or foreign file is moved aside with a wa
 cache starts afresh). The table and keys are the ones this cache always had, so existing files
 keep their verdicts. Judge failures (timeouts, unreachable servers) are never cached, so a rerun
 asks again; an unparsable reply is cached like any other, because the same prompt gets the same
-reply from a greedy judge.
+reply from a greedy judge. The lookup, ask and store are
+``evals/generation_cache.py:DiskCachedGenerator``, shared with the generations cache.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from core.paths import Paths
-from core.types import Generation, Message
+from core.types import Message
+from evals.generation_cache import DiskCachedGenerator, plain_messages
 from indexes.sqlite_cache import JSON, SqliteCache, Table, json_key
 from rag.protocols import Generator
 
@@ -54,78 +55,35 @@ class JudgeCache(SqliteCache[str, Any]):
         super().__init__(path, CALLS, JSON, label="judge cache", timeout=timeout, batch_size=1)
 
 
-class CachedJudge:
+class CachedJudge(DiskCachedGenerator):
     """A :class:`rag.protocols.Generator` that answers from the cache and asks ``judge`` on a miss.
 
-    ``calls`` counts the calls that reached the judge, ``hits`` those answered from disk.
+    ``calls`` counts the calls that reached the judge, ``hits`` those answered from disk. Unlike
+    the generations cache, sampled calls are cached too (the temperature is part of the key).
     """
 
     def __init__(self, judge: Generator, cache: JudgeCache) -> None:
-        self.judge = judge
-        self.cache = cache
-        self.name = judge.name
-        self._fingerprint = judge.fingerprint()
-        self.calls = 0
-        self.hits = 0
+        super().__init__(judge, cache)
 
-    def fingerprint(self) -> dict[str, Any]:
-        return self._fingerprint
+    @property
+    def judge(self) -> Generator:
+        return self.inner
 
-    def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int,
-        temperature: float = 0.0,
-        stop: Sequence[str] = (),
-    ) -> Generation:
+    @property
+    def calls(self) -> int:
+        return self.misses
+
+    def generate_key(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, stop: Sequence[str]
+    ) -> str | None:
         payload = {
-            "messages": _plain(messages),
+            "messages": plain_messages(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
             "stop": list(stop),
         }
-        key = call_key(self._fingerprint, "generate", payload)
-        cached = self.cache.get(key)
-        if cached is not None:
-            self.hits += 1
-            return Generation(seconds=0.0, **cached)
-        self.calls += 1
-        out = self.judge.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
-        value = {
-            "text": out.text,
-            "prompt_tokens": out.prompt_tokens,
-            "completion_tokens": out.completion_tokens,
-            "finish_reason": out.finish_reason,
-        }
-        self.cache.put(key, value)
-        return out
+        return call_key(self._fingerprint, "generate", payload)
 
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int,
-        temperature: float = 0.0,
-        stop: Sequence[str] = (),
-    ) -> Iterator[str]:
-        """The cached completion in one piece: a judge's reply is read whole, never shown live."""
-        yield self.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop).text
-
-    def next_token_logprobs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
-        key = call_key(
-            self._fingerprint, "logprobs", {"messages": _plain(messages), "candidates": list(candidates)}
-        )
-        cached = self.cache.get(key)
-        if cached is not None:
-            self.hits += 1
-            return {c: -math.inf if v is None else float(v) for c, v in cached.items()}
-        self.calls += 1
-        out = self.judge.next_token_logprobs(messages, candidates)
-        # JSON has no -inf: a candidate the model cannot produce is stored as null.
-        self.cache.put(key, {c: v if math.isfinite(v) else None for c, v in out.items()})
-        return out
-
-
-def _plain(messages: Sequence[Message]) -> list[list[str]]:
-    return [[m.role, m.content] for m in messages]
+    def logprobs_key(self, messages: Sequence[Message], candidates: Sequence[str]) -> str:
+        payload = {"messages": plain_messages(messages), "candidates": list(candidates)}
+        return call_key(self._fingerprint, "logprobs", payload)
