@@ -103,39 +103,17 @@ def _chunks(
             yield from chunks
 
 
-def build_index(
-    sources: list[Source],
-    config: BuildConfig,
-    indexes_dir: Path,
-    *,
-    spans: TokenSpans,
-    tokenizer_name: str,
-    embedder: SentenceTransformerEmbedder | None,
-    cache_dir: Path,
-    progress: bool = True,
-) -> BuildReport:
-    """Build ``indexes_dir/<config.name>`` from ``sources``; see the module docstring."""
-    if config.dense is not None and embedder is None:
-        raise ConfigError("a dense index needs an embedder; pass one or build with --no-dense")
-    indexes_dir.mkdir(parents=True, exist_ok=True)
-    with _build_lock(indexes_dir, config.name):
-        # Folders left by a killed build of this name: nobody holds the lock, so none is in use.
-        for stale in indexes_dir.glob(f".{config.name}.*.building"):
-            shutil.rmtree(stale, ignore_errors=True)
-        return _build_locked(
-            sources, config, indexes_dir, spans=spans, tokenizer_name=tokenizer_name, embedder=embedder,
-            cache_dir=cache_dir, progress=progress,
-        )  # fmt: skip
-
-
 @contextlib.contextmanager
 def _build_lock(indexes_dir: Path, name: str) -> Iterator[None]:
-    """One build per index name at a time (an advisory lock, released if the process dies)."""
+    """One build per index name at a time (an advisory lock, released if the process dies); with the
+    lock held, folders left by a killed build of this name are removed (nobody else can be using them)."""
     with (indexes_dir / f".{name}.lock").open("w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ConfigError(f"another build of index {name!r} is running; wait for it to finish") from None
+        for stale in indexes_dir.glob(f".{name}.*.building"):
+            shutil.rmtree(stale, ignore_errors=True)
         yield
 
 
@@ -158,7 +136,7 @@ class _Stages:
         self.peak_mb[key] = _peak_rss_mb()
 
 
-def _build_locked(
+def build_index(
     sources: list[Source],
     config: BuildConfig,
     indexes_dir: Path,
@@ -167,41 +145,46 @@ def _build_locked(
     tokenizer_name: str,
     embedder: SentenceTransformerEmbedder | None,
     cache_dir: Path,
-    progress: bool,
+    progress: bool = True,
 ) -> BuildReport:
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{uuid.uuid4().hex[:8]}"
-    work = indexes_dir / f".{config.name}.{stamp}.building"
-    work.mkdir()
-    stages = _Stages("writing chunks", work)  # named in the error if the disk fills up
-    started = time.perf_counter()
-    try:
-        chunks, passages, counts = _write_chunks_and_bm25(sources, config, work, spans, stages, progress)
-        reused = 0
-        stages.seconds["embed"] = stages.seconds["faiss"] = 0.0
-        if config.dense is not None and embedder is not None:
-            with stages.timed("embed", "embedding (writing the vector cache)", cache_dir):
-                vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
-            with stages.timed("faiss", "writing the FAISS index", work):
-                DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
-        stages.seconds["total"] = time.perf_counter() - started
-        counts["embeddings_from_cache"] = reused
-        stages.label, stages.where = "writing the manifest", work
-        fields = _manifest_fields(sources, config, chunks, counts, tokenizer_name, embedder, stages)
-        manifest = write_manifest(work, fields)
-        final = indexes_dir / f"{config.name}.{stamp}"
-        work.rename(final)
-    except BaseException as exc:
-        shutil.rmtree(work, ignore_errors=True)  # deleting frees space even on a full disk
-        if isinstance(exc, OSError | sqlite3.Error):
-            raise _write_error(exc, config.name, stages.label, stages.where) from exc
-        raise
-    try:
-        _point_link_at(indexes_dir / config.name, final)
-    except OSError as exc:
-        if (indexes_dir / config.name).resolve() != final:  # not published: the previous one stays
-            shutil.rmtree(final, ignore_errors=True)
-        raise _write_error(exc, config.name, "publishing the new build", indexes_dir) from exc
-    return BuildReport(folder=final, manifest=manifest)
+    """Build ``indexes_dir/<config.name>`` from ``sources``; see the module docstring."""
+    if config.dense is not None and embedder is None:
+        raise ConfigError("a dense index needs an embedder; pass one or build with --no-dense")
+    indexes_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(indexes_dir, config.name):
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{uuid.uuid4().hex[:8]}"
+        work = indexes_dir / f".{config.name}.{stamp}.building"
+        work.mkdir()
+        stages = _Stages("writing chunks", work)  # named in the error if the disk fills up
+        started = time.perf_counter()
+        try:
+            chunks, passages, counts = _write_chunks_and_bm25(sources, config, work, spans, stages, progress)
+            reused = 0
+            stages.seconds["embed"] = stages.seconds["faiss"] = 0.0
+            if config.dense is not None and embedder is not None:
+                with stages.timed("embed", "embedding (writing the vector cache)", cache_dir):
+                    vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
+                with stages.timed("faiss", "writing the FAISS index", work):
+                    DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
+            stages.seconds["total"] = time.perf_counter() - started
+            counts["embeddings_from_cache"] = reused
+            stages.label, stages.where = "writing the manifest", work
+            fields = _manifest_fields(sources, config, chunks, counts, tokenizer_name, embedder, stages)
+            manifest = write_manifest(work, fields)
+            final = indexes_dir / f"{config.name}.{stamp}"
+            work.rename(final)
+        except BaseException as exc:
+            shutil.rmtree(work, ignore_errors=True)  # deleting frees space even on a full disk
+            if isinstance(exc, OSError | sqlite3.Error):
+                raise _write_error(exc, config.name, stages.label, stages.where) from exc
+            raise
+        try:
+            _point_link_at(indexes_dir / config.name, final)
+        except OSError as exc:
+            if (indexes_dir / config.name).resolve() != final:  # not published: the previous one stays
+                shutil.rmtree(final, ignore_errors=True)
+            raise _write_error(exc, config.name, "publishing the new build", indexes_dir) from exc
+        return BuildReport(folder=final, manifest=manifest)
 
 
 def _write_chunks_and_bm25(
