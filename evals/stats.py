@@ -83,6 +83,26 @@ def _check_paired(a: np.ndarray, b: np.ndarray) -> None:
         raise ValueError(f"need two non-empty 1-D arrays of equal length (got {a.shape} and {b.shape})")
 
 
+def _paired_differences(
+    values_a: np.ndarray, values_b: np.ndarray, n_resamples: int, confidence: float
+) -> np.ndarray:
+    """b_i - a_i, after checking the pair and the bootstrap's parameters (both bootstraps)."""
+    a, b = np.asarray(values_a, dtype=np.float64), np.asarray(values_b, dtype=np.float64)
+    _check_paired(a, b)
+    if n_resamples < 1 or not 0.0 < confidence < 1.0:
+        raise ValueError("need n_resamples >= 1 and 0 < confidence < 1")
+    return b - a
+
+
+def _percentile_interval(
+    diff: np.ndarray, means: np.ndarray, confidence: float
+) -> tuple[float, float, float]:
+    """The observed mean difference and the percentile interval of the resampled means."""
+    alpha = (1.0 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(diff.mean()), float(low), float(high)
+
+
 def paired_bootstrap_diff(
     correct_a: np.ndarray,
     correct_b: np.ndarray,
@@ -97,18 +117,11 @@ def paired_bootstrap_diff(
     resample depends only on how many of each it drew, so each resample is one multinomial draw
     over those three counts: the same distribution as resampling indices, in O(n_resamples).
     """
-    a, b = np.asarray(correct_a, dtype=np.float64), np.asarray(correct_b, dtype=np.float64)
-    _check_paired(a, b)
-    if n_resamples < 1 or not 0.0 < confidence < 1.0:
-        raise ValueError("need n_resamples >= 1 and 0 < confidence < 1")
-    diff = b - a
+    diff = _paired_differences(correct_a, correct_b, n_resamples, confidence)
     n = diff.size
     counts = np.array([np.sum(diff < 0), np.sum(diff == 0), np.sum(diff > 0)], dtype=np.float64)
     draws = np.random.default_rng(seed).multinomial(n, counts / n, size=n_resamples)
-    means = (draws[:, 2] - draws[:, 0]) / n
-    alpha = (1.0 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(diff.mean()), float(low), float(high)
+    return _percentile_interval(diff, (draws[:, 2] - draws[:, 0]) / n, confidence)
 
 
 def paired_bootstrap_mean_diff(
@@ -124,16 +137,10 @@ def paired_bootstrap_mean_diff(
     Resamples queries with replacement, the two conditions' values kept together:
     d_i = b_i - a_i, and each resample's statistic is the mean of n draws of d.
     """
-    a, b = np.asarray(values_a, dtype=np.float64), np.asarray(values_b, dtype=np.float64)
-    _check_paired(a, b)
-    if n_resamples < 1 or not 0.0 < confidence < 1.0:
-        raise ValueError("need n_resamples >= 1 and 0 < confidence < 1")
-    diff = b - a
+    diff = _paired_differences(values_a, values_b, n_resamples, confidence)
     rng = np.random.default_rng(seed)
     means = np.array([diff[rng.integers(0, diff.size, diff.size)].mean() for _ in range(n_resamples)])
-    alpha = (1.0 - confidence) / 2
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(diff.mean()), float(low), float(high)
+    return _percentile_interval(diff, means, confidence)
 
 
 @dataclass(frozen=True)
