@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import asdict
 from typing import Any
 
 from core.types import Answer
-from rag.render import hit_to_dict, sentence_to_dict
+from rag.render import citation_to_dict, hit_to_dict, sentence_to_dict
 
 
 def completion_id() -> str:
@@ -35,7 +34,7 @@ def finish_reason(answer: Answer, max_tokens: int) -> str:
 def extras(answer: Answer) -> dict[str, Any]:
     """The medcite fields added to a completion (top level) or to the final stream chunk."""
     return {
-        "citations": [{**asdict(c), "section": list(c.section)} for c in answer.citations],
+        "citations": [citation_to_dict(c) for c in answer.citations],
         "evidence": [hit_to_dict(h) for h in answer.evidence],
         "medcite": {
             "mode": answer.mode,

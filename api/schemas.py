@@ -98,21 +98,6 @@ class RetrieveResponse(BaseModel):
     data: list[ChunkOut]
 
 
-class CitationOut(BaseModel):
-    marker: int
-    chunk_id: str
-    doc_id: str
-    title: str
-    section: list[str]
-    source: str
-    url: str
-    license: str
-    start: int
-    end: int
-    quote: str
-    support: float | None
-
-
 class ModelOut(BaseModel):
     id: str
     object: Literal["model"] = "model"

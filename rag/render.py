@@ -14,7 +14,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from core.types import Answer, Hit, SentenceSupport
+from core.types import Answer, Citation, Hit, SentenceSupport
 
 # C0/C1 controls except tab and newline, and the bidirectional embeddings, overrides and isolates
 _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -22,6 +22,10 @@ _TERMINAL_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-
 
 def hit_to_dict(hit: Hit) -> dict[str, Any]:
     return {**hit.chunk.to_json(), "score": hit.score, "rank": hit.rank, "retriever": hit.retriever}
+
+
+def citation_to_dict(citation: Citation) -> dict[str, Any]:
+    return {**asdict(citation), "section": list(citation.section)}
 
 
 def sentence_to_dict(sentence: SentenceSupport) -> dict[str, Any]:
@@ -34,7 +38,7 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
         "question": answer.question,
         "answer": answer.text,
         "mode": answer.mode,
-        "citations": [{**asdict(c), "section": list(c.section)} for c in answer.citations],
+        "citations": [citation_to_dict(c) for c in answer.citations],
         "sentences": [sentence_to_dict(s) for s in answer.sentences],
         "evidence": [hit_to_dict(h) for h in answer.evidence],
         "choice": answer.choice,
