@@ -120,15 +120,13 @@ def profile_for(settings: ApiSettings, name: str) -> Profile:
     changes: dict[str, Any] = {}
     if settings.index:
         changes["index"] = settings.index
-    generator: dict[str, Any] = {}
-    if settings.generator_backend:
-        generator["backend"] = settings.generator_backend
-    if settings.generator_url:
-        generator["base_url"] = settings.generator_url
-    if settings.generator_model:
-        generator["model"] = settings.generator_model
-    if settings.generator_timeout_s:
-        generator["timeout_s"] = settings.generator_timeout_s
+    given = {
+        "backend": settings.generator_backend,
+        "base_url": settings.generator_url,
+        "model": settings.generator_model,
+        "timeout_s": settings.generator_timeout_s,
+    }
+    generator = {key: value for key, value in given.items() if value}  # only what the settings set
     if generator:
         changes["generator"] = profile.generator.model_copy(update=generator)
     return profile.model_copy(update=changes)

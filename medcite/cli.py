@@ -382,14 +382,8 @@ def _cmd_serve(args: argparse.Namespace, paths: Paths) -> int:
     from api.main import serve
     from api.settings import load_settings
 
-    overrides: dict[str, Any] = {}
-    if args.host:
-        overrides["host"] = args.host
-    if args.port:
-        overrides["port"] = args.port
-    if args.profile:
-        overrides["profiles"] = args.profile
-    serve(load_settings(**overrides))
+    given = {"host": args.host, "port": args.port, "profiles": args.profile}
+    serve(load_settings(**{key: value for key, value in given.items() if value}))  # only the flags given
     return 0
 
 
