@@ -165,6 +165,20 @@ class PeakSampler:
         self.peak_mb = max(self.peak_mb, rss_mb())
 
 
+def record_serving(
+    out: dict[str, Any], serve: Callable[[Any], Any], queries: Iterable[Any], peak_mb: float, base_mb: float
+) -> dict[str, Any]:
+    """After a contender's build or load: every query once, then into ``out`` the peak RSS of the
+    build or load (``peak_mb``), the RSS while serving and what the index holds above ``base_mb``
+    (the RSS after imports)."""
+    for query in queries:
+        serve(query)
+    out["peak_build_or_load_mb"] = round(peak_mb, 1)
+    out["rss_serving_mb"] = round(rss_mb(), 1)
+    out["index_mb"] = round(out["rss_serving_mb"] - base_mb, 1)
+    return out
+
+
 def memory_bandwidth_gbps(megabytes: int = 512, repeats: int = 5) -> dict[str, float]:
     """Single-thread copy bandwidth with numpy: (bytes read + bytes written) / best time.
 

@@ -27,6 +27,7 @@ from bench.common import (
     child_entry,
     interleaved,
     recall_of_approximate,
+    record_serving,
     rss_mb,
     run_child,
     set_threads,
@@ -147,12 +148,7 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
     out["build_threads"] = threads
     set_threads(1)
     gc.collect()
-    for q in queries:
-        search(q)
-    out["peak_build_or_load_mb"] = round(sampler.peak_mb, 1)
-    out["rss_serving_mb"] = round(rss_mb(), 1)
-    out["index_mb"] = round(out["rss_serving_mb"] - base, 1)
-    return out
+    return record_serving(out, search, queries, sampler.peak_mb, base)
 
 
 def sweep(

@@ -26,7 +26,16 @@ from typing import Any
 import numpy as np
 
 from bench import corpus
-from bench.common import PeakSampler, child_entry, interleaved, rss_mb, run_child, set_threads, summarize
+from bench.common import (
+    PeakSampler,
+    child_entry,
+    interleaved,
+    record_serving,
+    rss_mb,
+    run_child,
+    set_threads,
+    summarize,
+)  # fmt: skip
 from bench.lexical_contenders import PARAMS, Contender, K, agreement, bm25s_scores, build, real_inputs
 from bench.materialize import bench_dir, folders, open_bench_index
 from core.paths import Paths
@@ -67,12 +76,7 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
         out["build_s"] = round(time.perf_counter() - t0, 2)
         del ids, texts, tokens
         gc.collect()
-    for q in queries:
-        serve(q)
-    out["peak_build_or_load_mb"] = round(sampler.peak_mb, 1)
-    out["rss_serving_mb"] = round(rss_mb(), 1)
-    out["index_mb"] = round(out["rss_serving_mb"] - base, 1)
-    return out
+    return record_serving(out, serve, queries, sampler.peak_mb, base)
 
 
 def load_times(folder: Path, repeats: int = 3) -> dict[str, float]:

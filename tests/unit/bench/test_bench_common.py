@@ -8,6 +8,8 @@ from bench.common import (
     overlap_at_k,
     percentile,
     recall_of_approximate,
+    record_serving,
+    rss_mb,
     same_top_k_up_to_ties,
     summarize,
 )
@@ -94,3 +96,11 @@ def test_a_shorter_positive_only_list_matches_zero_score_padding():
     # medcite returns only positive scores; rank-bm25 pads its top 3 with a zero-score row
     scores = np.array([2.0, 0.0, 1.0, 0.0])
     assert same_top_k_up_to_ties([0, 2], [0, 2, 1], scores, scores, 3)
+
+
+def test_record_serving_runs_every_query_then_records_the_memory_figures():
+    asked: list[str] = []
+    out = record_serving({"contender": "x"}, asked.append, ["a", "b"], peak_mb=123.456, base_mb=0.0)
+    assert asked == ["a", "b"]
+    assert out["contender"] == "x" and out["peak_build_or_load_mb"] == 123.5
+    assert out["index_mb"] == out["rss_serving_mb"] > 0 and abs(out["rss_serving_mb"] - rss_mb()) < 50
