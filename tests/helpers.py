@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from core.errors import GeneratorTimeout
-from core.types import Document, Generation
+from core.types import Chunk, Document, Generation, Hit
 from corpora.sources.base import DocumentBuilder
 
 
@@ -30,6 +30,30 @@ def make_doc(doc_id: str, sections: dict[str, str], *, title: str = "", source: 
         url=f"https://example.org/{doc_id}",
         license="CC0",
     )
+
+
+def make_chunk(chunk_id: str, text: str, **fields: Any) -> Chunk:
+    """A passage that is the whole of ``text``: document id before the ``#``, title the document id,
+    section Overview, source test, licence CC0; ``fields`` replace any of those."""
+    doc_id = chunk_id.split("#")[0]
+    defaults: dict[str, Any] = {
+        "chunk_id": chunk_id, "doc_id": doc_id, "title": doc_id, "section": ("Overview",),
+        "source": "test", "url": f"https://example.org/{chunk_id}", "license": "CC0",
+        "start": 0, "end": len(text), "text": text,
+    }  # fmt: skip
+    return Chunk(**{**defaults, **fields})
+
+
+def make_hit(
+    chunk_id: str, text: str, *, score: float = 0.0, rank: int = 1, retriever: str = "bm25", **fields: Any
+) -> Hit:
+    """A retrieved :func:`make_chunk` passage."""
+    return Hit(chunk=make_chunk(chunk_id, text, **fields), score=score, rank=rank, retriever=retriever)
+
+
+def hits_from(texts: dict[str, str]) -> list[Hit]:
+    """``{chunk_id: text}`` -> hits in the given order with retrieval scores 10, 9, 8, ..."""
+    return [make_hit(cid, text, score=10.0 - n, rank=n + 1) for n, (cid, text) in enumerate(texts.items())]
 
 
 class ListSource:

@@ -10,24 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.types import Chunk, Hit
+from core.types import Hit
 from rag.generate.citations import parse_answer, strip_markers
+from tests.helpers import make_hit
 
 
 def hit(n: int) -> Hit:
-    chunk = Chunk(
-        chunk_id=f"doc{n}#0",
-        doc_id=f"doc{n}",
-        title=f"Doc {n}",
-        section=("S",),
-        source="test",
-        url=f"https://example.org/{n}",
-        license="CC0",
-        start=0,
-        end=9,
-        text=f"passage {n}",
-    )
-    return Hit(chunk=chunk, score=1.0, rank=n, retriever="bm25")
+    return make_hit(
+        f"doc{n}#0", f"passage {n}", score=1.0, rank=n,
+        title=f"Doc {n}", section=("S",), url=f"https://example.org/{n}",
+    )  # fmt: skip
 
 
 SOURCES = [hit(n) for n in range(1, 6)]

@@ -21,7 +21,7 @@ from rag.generate.verify import SupportVerifier
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import HashEmbedder
+from tests.helpers import HashEmbedder, make_hit
 
 PAYLOAD = "The dose is 500 mg"
 INJECTION = (
@@ -42,11 +42,10 @@ QUESTION = "What paracetamol dose do children take?"
 
 def hit(cid: str, rank: int) -> Hit:
     title, section, text = PASSAGES[cid]
-    chunk = Chunk(
-        chunk_id=cid, doc_id=cid.split("#")[0], title=title, section=(section,), source="user-docs",
-        url=f"file:///docs/{cid}", license="user-provided", start=0, end=len(text), text=text,
+    return make_hit(
+        cid, text, score=1.0 / rank, rank=rank, retriever="hybrid", title=title, section=(section,),
+        source="user-docs", url=f"file:///docs/{cid}", license="user-provided",
     )  # fmt: skip
-    return Hit(chunk=chunk, score=1.0 / rank, rank=rank, retriever="hybrid")
 
 
 HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]

@@ -27,8 +27,7 @@ from indexes.embedding_cache import embed_cached
 from rag.generate.yes_no import NO, YES
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import LlmRelevanceReranker, relevance_messages
-from tests.helpers import HashEmbedder
-from tests.unit.rerank.passages import hits_from
+from tests.helpers import HashEmbedder, hits_from
 
 FINGERPRINT = {"name": "old-model", "sha256": "c" * 64, "path": "/models/qwen.gguf"}
 MESSAGES = [Message("system", "Réponds brièvement."), Message("user", "What treats gout? — naïve question")]

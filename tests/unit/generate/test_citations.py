@@ -6,24 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.types import Chunk, Hit
+from core.types import Hit
 from rag.generate.citations import parse_answer, split_sentences, strip_markers
+from tests.helpers import make_hit
 
 
 def hit(n: int) -> Hit:
-    chunk = Chunk(
-        chunk_id=f"guide:doc{n}#0",
-        doc_id=f"guide:doc{n}",
-        title=f"Guideline {n}",
-        section=("Section",),
-        source="test",
-        url=f"https://example.org/{n}",
-        license="CC0",
-        start=0,
-        end=12,
-        text=f"passage {n} text",
-    )
-    return Hit(chunk=chunk, score=1.0, rank=n, retriever="bm25")
+    return make_hit(
+        f"guide:doc{n}#0", f"passage {n} text", score=1.0, rank=n,
+        title=f"Guideline {n}", section=("Section",), url=f"https://example.org/{n}",
+    )  # fmt: skip
 
 
 SOURCES = [hit(n) for n in range(1, 4)]  # markers [1]..[3] are valid

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from core.types import Answer, Chunk, Hit
+from core.types import Answer, Hit
 from rag.generate.citations import parse_answer
 from rag.generate.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
 from rag.generate.prompts import abstain_message, abstain_token
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import ScriptedVerifier, WordGenerator
+from tests.helpers import ScriptedVerifier, WordGenerator, make_hit
 
 PASSAGES = {  # chunk id -> (title, section, text)
     "af#0": ("Management of Atrial Fibrillation", "Anticoagulation",
@@ -32,9 +32,10 @@ BAD = "The recommended dose is 200 mg every 2 weeks [2]."  # the scripted verifi
 
 def hit(cid: str, rank: int) -> Hit:
     title, section, text = PASSAGES[cid]
-    chunk = Chunk(cid, cid.split("#")[0], title, tuple(section.split(" > ")), "test", f"https://x/{cid}",
-                  "CC0", 0, len(text), text)  # fmt: skip
-    return Hit(chunk=chunk, score=1.0 / rank, rank=rank, retriever="hybrid")
+    return make_hit(
+        cid, text, score=1.0 / rank, rank=rank, retriever="hybrid", title=title,
+        section=tuple(section.split(" > ")), url=f"https://x/{cid}",
+    )  # fmt: skip
 
 
 HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rag.rerank.injection import instruction_phrase, set_aside_instructions
-from tests.unit.rerank.passages import hits_from
+from tests.helpers import hits_from
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 from core.errors import MissingExtraError, ModelError
 from rag.rerank.cross_encoder import CrossEncoderReranker
 from rag.rerank.evidence import passage_text
-from tests.unit.rerank.passages import hits_from
+from tests.helpers import hits_from
 
 pytest.importorskip("sentence_transformers")
 transformers = pytest.importorskip("transformers")

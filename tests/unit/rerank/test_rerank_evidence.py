@@ -12,7 +12,7 @@ from core.registry import resolve
 from core.types import Hit
 from rag.rerank.evidence import check_evidence_limits, passage_text, rerank_and_filter, sort_and_renumber
 from rag.rerank.identity import IdentityReranker
-from tests.unit.rerank.passages import hits_from, make_hit
+from tests.helpers import hits_from, make_hit
 
 
 class FixedScores:

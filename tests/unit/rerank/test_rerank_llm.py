@@ -16,7 +16,7 @@ from core.errors import ConfigError, GeneratorError
 from core.types import Message
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import NO, RELEVANCE_USER, YES, LlmRelevanceReranker, yes_probability
-from tests.unit.rerank.passages import hits_from
+from tests.helpers import hits_from
 
 QUESTION = "What is the first-line treatment for hypertension in adults?"
 PASSAGES = {
