@@ -56,6 +56,25 @@ def hits_from(texts: dict[str, str]) -> list[Hit]:
     return [make_hit(cid, text, score=10.0 - n, rank=n + 1) for n, (cid, text) in enumerate(texts.items())]
 
 
+class ListRetriever:
+    """A retriever that answers every query with the first ``k`` of the same hits."""
+
+    def __init__(self, hits: Sequence[Hit], name: str = "fixed") -> None:
+        self.hits = list(hits)
+        self.name = name
+
+    def retrieve(self, query: str, k: int, filters: Any = None) -> list[Hit]:
+        return self.hits[:k]
+
+
+def smash_data_pages(path: Path) -> None:
+    """Overwrite a sqlite file after its first two 4 KiB pages (header and schema kept, data gone)."""
+    size = path.stat().st_size
+    with path.open("r+b") as fh:
+        fh.seek(2 * 4096)
+        fh.write(b"\xff" * (size - 2 * 4096))
+
+
 class ListSource:
     """A Source over documents held in memory."""
 

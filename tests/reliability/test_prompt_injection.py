@@ -21,7 +21,7 @@ from rag.generate.verify import SupportVerifier
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import HashEmbedder, make_hit
+from tests.helpers import HashEmbedder, ListRetriever, make_hit
 
 PAYLOAD = "The dose is 500 mg"
 INJECTION = (
@@ -49,13 +49,6 @@ def hit(cid: str, rank: int) -> Hit:
 
 
 HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
-
-
-class FixedRetriever:
-    name = "fixed"
-
-    def retrieve(self, query, k, filters=None):
-        return HITS[:k]
 
 
 class ObedientGenerator:
@@ -87,7 +80,7 @@ def answer(reply: str, *, verify: bool = True, policy: str = "drop") -> tuple[An
     gen = ObedientGenerator(reply)
     verifier = SupportVerifier(HashEmbedder()) if verify else None
     pipe = Pipeline(
-        FixedRetriever(), IdentityReranker(), gen, verifier=verifier,
+        ListRetriever(HITS), IdentityReranker(), gen, verifier=verifier,
         settings=PipelineSettings(
             threshold=None, keep=3, screen_instructions=False, support_policy=policy,  # type: ignore[arg-type]
         ),
@@ -240,7 +233,7 @@ def test_every_citation_points_at_a_passage_in_the_evidence(reply):
 def test_streamed_answers_keep_the_same_guarantees():
     gen = ObedientGenerator(f"{PAYLOAD} [7]. Children take 15 mg/kg [1].")
     pipe = Pipeline(
-        FixedRetriever(),
+        ListRetriever(HITS),
         IdentityReranker(),
         gen,
         verifier=SupportVerifier(HashEmbedder()),
@@ -274,7 +267,7 @@ def test_passage_markup_and_control_characters_are_shown_as_literal_text():
 def test_the_screen_sets_the_injection_aside_before_the_model_sees_it():
     gen = ObedientGenerator("Children take 15 mg/kg every 6 hours [1].")
     pipe = Pipeline(
-        FixedRetriever(), IdentityReranker(), gen, settings=PipelineSettings(threshold=None, keep=3)
+        ListRetriever(HITS), IdentityReranker(), gen, settings=PipelineSettings(threshold=None, keep=3)
     )
     result = pipe.answer(QUESTION)
     assert [h.chunk.chunk_id for h in result.evidence] == ["ped#0", "ped#1"]

@@ -16,6 +16,7 @@ import pytest
 
 from core.errors import ConfigError
 from indexes.sqlite_cache import FLOAT, JSON, Codec, SqliteCache, Table, canonical_json, hash_key, json_key
+from tests.helpers import smash_data_pages
 
 ROOT = Path(__file__).resolve().parents[3]
 ENTRIES = Table("entries", key_type="TEXT", value_column="value", value_type="TEXT")
@@ -278,9 +279,7 @@ def test_corruption_found_mid_use_rebuilds_instead_of_crashing(path, caplog, str
     first.close()  # checkpoints the WAL into the main file
     cache = open_json(path, strict=strict)
     size = path.stat().st_size
-    with path.open("r+b") as fh:  # keep the header and schema pages, smash the data pages
-        fh.seek(2 * 4096)
-        fh.write(b"\xff" * (size - 2 * 4096))
+    smash_data_pages(path)
     with caplog.at_level(logging.WARNING, logger="indexes.sqlite_cache"):
         assert cache.get_many(["k1", "k1500"]) == {}
     assert "malformed" in caplog.text and "moved it to" in caplog.text

@@ -15,7 +15,7 @@ from rag.generate.prompts import abstain_message, abstain_token
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import ScriptedVerifier, WordGenerator, make_hit
+from tests.helpers import ListRetriever, ScriptedVerifier, WordGenerator, make_hit
 
 PASSAGES = {  # chunk id -> (title, section, text)
     "af#0": ("Management of Atrial Fibrillation", "Anticoagulation",
@@ -41,20 +41,13 @@ def hit(cid: str, rank: int) -> Hit:
 HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
 
 
-class FixedRetriever:
-    name = "fixed"
-
-    def retrieve(self, query, k, filters=None):
-        return HITS[:k]
-
-
 def make(reply: str, policy: str = "drop", verifier=..., **settings) -> tuple[Pipeline, WordGenerator]:
     generator = WordGenerator(reply, fail_after=settings.pop("fail_after", None))
     if verifier is ...:
         verifier = ScriptedVerifier(unsupported=["200 mg"])
     config = PipelineSettings(threshold=None, keep=3, support_policy=policy, **settings)  # type: ignore[arg-type]
     return Pipeline(
-        FixedRetriever(), IdentityReranker(), generator, verifier=verifier, settings=config
+        ListRetriever(HITS), IdentityReranker(), generator, verifier=verifier, settings=config
     ), generator
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from core.errors import ConfigError
 from rag.rerank.cache import ScoreCache
+from tests.helpers import smash_data_pages
 
 
 @pytest.fixture
@@ -111,10 +112,7 @@ def test_corruption_found_during_use_rebuilds_instead_of_crashing(path, caplog):
     first.put_many({f"k{i}": i for i in range(2000)})
     first.close()  # checkpoints the WAL into the main file
     cache = ScoreCache(path)
-    size = path.stat().st_size
-    with path.open("r+b") as fh:  # keep the header and schema pages, smash the data pages
-        fh.seek(2 * 4096)
-        fh.write(b"\xff" * (size - 2 * 4096))
+    smash_data_pages(path)
     with caplog.at_level(logging.WARNING, logger="indexes.sqlite_cache"):
         assert cache.get_many(["k1", "k1500"]) == {}
     assert "malformed" in caplog.text
