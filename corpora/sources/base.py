@@ -6,11 +6,11 @@ import gzip
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.errors import SourceError
+from core.errors import ConfigError, SourceError
 from core.packages import package_dir
 from core.types import Document, Section
 
@@ -78,6 +78,15 @@ class DocumentBuilder:
             license=license,
             sections=tuple(self._sections),
             metadata=dict(metadata or {}),
+        )
+
+
+def check_options(source: str, options: Mapping[str, Any], known: Collection[str]) -> None:
+    """Raise a ConfigError naming any option of ``source`` that is not in ``known``."""
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"unknown option(s) for source {source}: {', '.join(unknown)}; known: {', '.join(sorted(known))}"
         )
 
 

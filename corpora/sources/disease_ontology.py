@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from core.errors import ConfigError, SourceError
+from core.errors import SourceError
 from core.paths import Paths
 from core.types import Document
-from corpora.sources.base import DocumentBuilder, download, iter_jsonl
+from corpora.sources.base import DocumentBuilder, check_options, download, iter_jsonl
 
 TERMS_FILE = "doid_terms.jsonl"
 OBO_FILE = "doid.obo"
@@ -148,12 +148,7 @@ class DiseaseOntologySource:
     default_subdir: ClassVar[str | None] = "disease_ontology"
 
     def __init__(self, path: Path | None = None, **options: Any) -> None:
-        unknown = sorted(set(options) - {"require_definition"})
-        if unknown:
-            raise ConfigError(
-                f"unknown option(s) for source disease-ontology: "
-                f"{', '.join(unknown)}; known: require_definition"
-            )
+        check_options(self.name, options, {"require_definition"})
         self.root = Path(path) if path else Paths.from_env().source_data / "disease_ontology"
         self.require_definition = bool(options.get("require_definition", False))
         self.skipped = 0

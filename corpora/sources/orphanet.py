@@ -20,10 +20,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from core.errors import ConfigError, SourceError
+from core.errors import SourceError
 from core.paths import Paths
 from core.types import Document
-from corpora.sources.base import DocumentBuilder, download, iter_jsonl, require_file
+from corpora.sources.base import DocumentBuilder, check_options, download, iter_jsonl, require_file
 
 PACKETS_FILE = "orphapackets_full.jsonl.gz"
 UPSTREAM_COMMIT = "cbae63b4b85679ff3d745d48b8575e0854c254fd"
@@ -192,11 +192,7 @@ class OrphanetSource:
     default_subdir: ClassVar[str | None] = "orphanet_orphapacket"
 
     def __init__(self, path: Path | None = None, **options: Any) -> None:
-        unknown = sorted(set(options) - {"require_definition"})
-        if unknown:
-            raise ConfigError(
-                f"unknown option(s) for source orphanet: {', '.join(unknown)}; known: require_definition"
-            )
+        check_options(self.name, options, {"require_definition"})
         self.root = Path(path) if path else Paths.from_env().source_data / "orphanet_orphapacket"
         self.require_definition = bool(options.get("require_definition", False))
         self.skipped = 0
