@@ -82,7 +82,7 @@ from dataclasses import dataclass
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
-from rag.generate.support_signals import QUALIFIERS
+from rag.generate.dose_scope import QUALIFIERS
 
 POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
 

@@ -83,8 +83,9 @@ from core.errors import ConfigError, GeneratorError
 from core.types import Chunk, Citation, Hit, Message, SentenceSupport
 from indexes.text import indexed_text
 from rag.generate.citations import ParsedAnswer, ParsedSentence
+from rag.generate.copy_check import changed_words
+from rag.generate.dose_scope import unscoped_qualifiers
 from rag.generate.support_signals import (
-    changed_words,
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -93,7 +94,6 @@ from rag.generate.support_signals import (
     passage_units,
     plain,
     quoted_from_passage,
-    unscoped_qualifiers,
 )
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator

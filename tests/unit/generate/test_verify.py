@@ -10,8 +10,9 @@ import pytest
 from core.errors import ConfigError, GeneratorTimeout
 from core.types import Chunk, Hit
 from rag.generate.citations import parse_answer
+from rag.generate.copy_check import changed_words
+from rag.generate.dose_scope import unscoped_qualifiers
 from rag.generate.support_signals import (
-    changed_words,
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -21,7 +22,6 @@ from rag.generate.support_signals import (
     plain,
     quantities,
     quoted_from_passage,
-    unscoped_qualifiers,
 )
 from rag.generate.verify import CHECK_PENALTY, SupportVerifier
 from tests.helpers import HashEmbedder
