@@ -40,14 +40,16 @@ def changed_words(claim: str, chunk: Chunk) -> tuple[str, ...]:
     words = [w.lower() for w in _COPY_WORD.findall(plain(marker_free(claim)))]
     if len(words) < NEAR_COPY_MIN:
         return ()
-    best: tuple[int, list[str]] = (0, [])
+    best: tuple[int, float, list[str]] = (0, 0.0, [])
     for start, end in sentence_spans(chunk.text):
         unit = [w.lower() for w in _COPY_WORD.findall(plain(chunk.text[start:end]))]
         matcher = SequenceMatcher(None, words, unit, autojunk=False)
         same = sum(block.size for block in matcher.get_matching_blocks())
-        if same > best[0]:
-            best = (same, unit)
-    same, unit = best
+        # the most words in common; on a tie the closest sentence ("X is Y" copies "X is Y", not
+        # an earlier "X is not Y" that holds the same words and one more)
+        if (same, matcher.ratio()) > best[:2]:
+            best = (same, matcher.ratio(), unit)
+    same, _, unit = best
     if same < max(NEAR_COPY_MIN, NEAR_COPY * len(words)):
         return ()
     changes = []

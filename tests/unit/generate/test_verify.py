@@ -532,3 +532,9 @@ def test_one_letter_typos_pass_but_other_words_with_the_same_letters_do_not():
         "hyperkalemia <- hypokalemia",
     )  # fmt: skip
     assert changed_words("Treat hypokalemia with oral potasium chloride in most patients.", potassium) == ()
+
+
+def test_a_copy_is_compared_with_the_closest_sentence_when_two_hold_its_words():
+    both = chunk("Sepsis is not a shock state of the circulation. Sepsis is a shock state of the circulation")
+    assert changed_words("Sepsis is a shock state of the circulation.", both) == ()
+    assert changed_words("Sepsis is not a shock state of the circulation.", both) == ()
