@@ -182,11 +182,18 @@ def is_about(question: str, chunk: Chunk) -> bool:
 @dataclass(frozen=True)
 class AskedFor:
     """A kind of answer a question asks for (``asks`` finds it in the question) that a passage must
-    speak of (``speaks_of`` finds it in the passage) to give; ``name`` is how a reason says it."""
+    speak of (``speaks_of`` finds it in the passage) to give; ``name`` is how a reason says it.
+    ``given_by`` finds it in an answer's text (default: ``speaks_of``): a dose answer states an
+    amount, where a passage about doses may only say "dosing"."""
 
     name: str
     asks: re.Pattern[str]
     speaks_of: re.Pattern[str]
+    given_by: re.Pattern[str] | None = None
+
+    def given_in(self, text: str) -> bool:
+        """Whether ``text`` (presented answer sentences) gives this kind of answer."""
+        return bool((self.given_by or self.speaks_of).search(text))
 
 
 def _words(pattern: str) -> re.Pattern[str]:
@@ -210,6 +217,9 @@ ASKED_FOR: tuple[AskedFor, ...] = (
         _words(rf"\b(?:{_DOSE_WORD}|how much)\b"),
         _words(rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b"
                r"|\d\s?(?:mg|g|mcg|µg)\b"),
+        # an amount: a number and a unit of dosing ("5 mg", "70-100 U/kg", "4-10 puffs", "0.5%")
+        _words(r"\d\s*(?:mg|mcg|µg|μg|micrograms?|milligrams?|g|grams?|kg|ml|l|iu|u|units?|mmol|meq"
+               r"|puffs?|tablets?|capsules?|drops?|%)(?![^\W\d_])"),
     ),
     AskedFor(
         "a missed dose",

@@ -126,6 +126,11 @@ class SupportGate:
         self._moved: list[tuple[tuple[int, ...], int]] = []  # (markers, the one now cited) (_recite)
         self._lists_cut: list[int] = []  # items left out of each list rewritten (_trim_lists)
         self._quoted: list[int] = []  # the passage each uncited quotation now cites (_cite_quotations)
+        # What the question asks for (a dose, a treatment, ...) that no presented sentence has given
+        # yet; while any is missing, sentences that pass are held back, not sent (_present).
+        self._wanted = [] if policy == "flag" else list(self.question.kinds)
+        self._held: list[str] = []
+        self._held_records: list[int] = []
 
     # -- streaming ------------------------------------------------------------------------------
     def feed(self, raw: str) -> str:
@@ -142,6 +147,8 @@ class SupportGate:
     def finish(self, parsed: ParsedAnswer) -> GateResult:
         """Decide the sentences ``feed`` has not, and the answer as a whole."""
         tail = self._decide(parsed, [s for s in parsed.sentences if s.start >= self._end])
+        if self._held:
+            return self._withheld()
         records = self._records
         failed = [r for r in records if r.reasons]
         text = "".join(self._pieces)
@@ -220,7 +227,7 @@ class SupportGate:
             if self._carry is not None and "\n" not in gap:  # keep the separator of the removed run
                 gap = self._carry
             self._carry = None
-            if not self._pieces:
+            if not self._pieces and not self._held:
                 gap = gap.lstrip()
             label = ""
             if reasons:
@@ -231,11 +238,42 @@ class SupportGate:
                     self._cited.append(k)
                 if k in by_marker:
                     self._pair_scores.setdefault(k, []).append(by_marker[k])
-            piece = gap + label + sentence.text
-            self._pieces.append(piece)
-            out.append(piece)
+            out.extend(self._present(gap + label + sentence.text))
         self.seconds += time.perf_counter() - start
         return "".join(out)
+
+    def _present(self, piece: str) -> list[str]:
+        """The pieces that may be sent now that ``piece`` (whose record was just added) passed.
+
+        A question that asks for a dose, a treatment, a missed dose or storage is answered only
+        by an answer that gives it (``AskedFor.given_in``: a dose is an amount with a unit). Until
+        a presented sentence does, the ones that pass are held back: asked "What is the dose of
+        epinephrine in neonatal resuscitation?", the model's dose was uncited (and wrong) and
+        was removed, and what passed was a line on how weak the evidence for dosing is, which
+        medcite then presented as the answer. Held sentences are sent with the one that gives
+        what was asked, or withheld at the end (``_withheld``)."""
+        if not self._wanted:
+            self._pieces.append(piece)
+            return [piece]
+        self._held.append(piece)
+        self._held_records.append(len(self._records) - 1)
+        self._wanted = [kind for kind in self._wanted if not kind.given_in(piece)]
+        if self._wanted:
+            return []
+        released, self._held, self._held_records = self._held, [], []
+        self._pieces.extend(released)
+        return released
+
+    def _withheld(self) -> GateResult:
+        """Abstain: the sentences that passed never gave what the question asks for."""
+        wanted = " or ".join(kind.name for kind in self._wanted)
+        reason = f"withheld: no sentence of the answer gives {wanted}"
+        records = list(self._records)
+        for i in self._held_records:
+            records[i] = _removed(records[i], (reason,))
+        note = (f"the sentences that passed the support gate give no {wanted.removeprefix('a ')}, which the "
+                "question asks for; the passages found are listed instead")  # fmt: skip
+        return GateResult("", "", tuple(records), (), True, (note,))
 
     def _without_off_topic(self, sentence: ParsedSentence) -> ParsedSentence:
         """The sentence without its markers of passages not about the question, when at least

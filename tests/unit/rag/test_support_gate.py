@@ -348,3 +348,45 @@ def test_terminal_output_never_prints_a_removed_sentence_but_json_keeps_its_reco
     data = answer_to_dict(answer)
     assert data["answer"] == GOOD and data["sentences"][1]["status"] == "removed"
     assert data["sentences"][1]["reasons"] == ["support 0.10 is below the threshold 0.50"]
+
+
+# -- what the question asks for -------------------------------------------------------------------
+DOSE_QUESTION = "What is the dose of epinephrine in neonatal resuscitation?"
+NEONATAL = [
+    make_hit(f"nrp#{n}", text, score=1.0, rank=n + 1, retriever="hybrid", title="Neonatal Resuscitation",
+             section=("Medications",), url=f"https://x/nrp{n}")
+    for n, text in enumerate([
+        "Evidence for epinephrine dosing in neonates comes largely from animal models.",
+        "Epinephrine dose: 0.01 to 0.03 mg/kg IV.",
+    ])
+]  # fmt: skip
+
+
+def dose_pipeline(reply: str, policy: str = "drop") -> Pipeline:
+    config = PipelineSettings(threshold=None, keep=2, support_policy=policy)  # type: ignore[arg-type]
+    return Pipeline(ListRetriever(NEONATAL), IdentityReranker(), WordGenerator(reply),
+                    verifier=ScriptedVerifier(), settings=config)  # fmt: skip
+
+
+def test_an_answer_that_never_gives_the_dose_asked_for_abstains_and_sends_nothing():
+    # the model's dose was uncited (removed); what passed says nothing of a dose
+    reply = "The dose is 0.05 to 0.1 mg/kg IV. Evidence for epinephrine dosing in neonates is weak [1]."
+    pieces, answer = streamed(dose_pipeline(reply), DOSE_QUESTION)
+    assert answer.mode == "abstained" and pieces == [answer.text] and "0.05" not in answer.text
+    assert [s.status for s in answer.sentences] == ["removed", "removed"]
+    assert answer.sentences[1].reasons == ("withheld: no sentence of the answer gives a dose",)
+    assert any("give no dose" in n for n in answer.notes)
+
+
+def test_sentences_held_back_for_the_dose_are_sent_with_the_one_that_gives_it():
+    reply = "Evidence for epinephrine dosing in neonates is weak [1]. The dose is 0.01 to 0.03 mg/kg IV [2]."
+    pieces, answer = streamed(dose_pipeline(reply), DOSE_QUESTION)
+    assert answer.mode == "rag" and answer.text == reply == "".join(pieces)
+    assert len(pieces) == 1  # the first sentence waited for the second
+    assert [s.status for s in answer.sentences] == ["shown", "shown"]
+
+
+def test_under_flag_an_answer_without_the_dose_is_shown_as_it_is():
+    reply = "Evidence for epinephrine dosing in neonates is weak [1]."
+    answer = dose_pipeline(reply, policy="flag").answer(DOSE_QUESTION)
+    assert answer.mode == "rag" and answer.text == reply
