@@ -41,8 +41,11 @@ arriving on the next line stay with it) or generation has ended (``finish``). ``
 the text that may be sent now: the decided sentences that pass, with the separators between
 them, or flagged. Nothing is sent while the text could still be the model's abstention token,
 and nothing before the end under ``abstain`` (a sentence already sent could not be taken back).
-The pieces returned, joined, are exactly the final answer text; citations of removed sentences
-are not in the final citation list (markers keep the prompt's numbering, so each remaining
+When the question asks for a dose, a treatment, a missed dose or storage, sentences that pass
+are held back until one of them gives it (a dose: an amount with a unit), and if none does the
+answer abstains, so a line about dosing evidence is never presented as the dose (``_present``;
+not under ``flag``). The pieces returned, joined, are exactly the final answer text; citations
+of removed sentences are not in the final citation list (markers keep the prompt's numbering, so each remaining
 ``[n]`` still resolves to passage n).
 """
 
