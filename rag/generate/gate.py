@@ -45,8 +45,8 @@ When the question asks for a dose, a treatment, a missed dose or storage, senten
 are held back until one of them gives it (a dose: an amount with a unit), and if none does the
 answer abstains, so a line about dosing evidence is never presented as the dose (``_present``;
 not under ``flag``). The pieces returned, joined, are exactly the final answer text; citations
-of removed sentences are not in the final citation list (markers keep the prompt's numbering, so each remaining
-``[n]`` still resolves to passage n).
+of removed sentences are not in the final citation list (markers keep the prompt's numbering,
+so each remaining ``[n]`` still resolves to passage n).
 """
 
 from __future__ import annotations
