@@ -201,6 +201,11 @@ def _words(pattern: str) -> re.Pattern[str]:
 
 
 _DOSE_WORD = r"dos(?:e|es|age|ages|ing|ed)"
+# an amount: a number and a unit of dosing ("5 mg", "70-100 U/kg", "4-10 puffs", "0.5%")
+_AMOUNT = (r"\d\s*(?:mg|mcg|µg|μg|micrograms?|milligrams?|g|grams?|kg|ml|l|iu|u|units?|mmol|meq"
+           r"|puffs?|tablets?|capsules?|drops?|%)(?![^\W\d_])")
+_TREATMENT_WORDS = (r"\b(?:treat\w*|therap\w*|manag(?:e|ed|ing|ement)|regimens?|medications?|prescri\w*"
+                    rf"|recommend\w*|first-line|{_DOSE_WORD}|mg)\b")
 _MISSED = r"(?:miss(?:es|ed|ing)?|forg[eo]t(?:s|ten|ting)?|skip(?:s|ped|ping)?)"
 _STORED = r"stor(?:e|es|ed|ing|age)|dispos(?:e|al|ing)"
 # fmt: off
@@ -209,17 +214,15 @@ ASKED_FOR: tuple[AskedFor, ...] = (
         "a treatment",
         _words(r"\b(?:treat(?:s|ed|ing|ment|ments)?|therap(?:y|ies|eutic)|manag(?:e|ed|ing|ement)"
                r"|regimens?|medications?|drugs?|prescri\w*|first-line)\b"),
-        _words(r"\b(?:treat\w*|therap\w*|manag(?:e|ed|ing|ement)|regimens?|medications?|prescri\w*"
-               rf"|recommend\w*|first-line|{_DOSE_WORD}|mg)\b"),
+        _words(_TREATMENT_WORDS),
+        _words(f"{_TREATMENT_WORDS}|{_AMOUNT}"),  # a regimen ("salbutamol 4-10 puffs") is a treatment
     ),
     AskedFor(
         "a dose",
         _words(rf"\b(?:{_DOSE_WORD}|how much)\b"),
         _words(rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b"
                r"|\d\s?(?:mg|g|mcg|µg)\b"),
-        # an amount: a number and a unit of dosing ("5 mg", "70-100 U/kg", "4-10 puffs", "0.5%")
-        _words(r"\d\s*(?:mg|mcg|µg|μg|micrograms?|milligrams?|g|grams?|kg|ml|l|iu|u|units?|mmol|meq"
-               r"|puffs?|tablets?|capsules?|drops?|%)(?![^\W\d_])"),
+        _words(_AMOUNT),
     ),
     AskedFor(
         "a missed dose",

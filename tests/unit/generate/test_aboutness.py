@@ -200,3 +200,19 @@ def test_the_article_a_is_no_key_term_but_a_capital_a_naming_something_is():
     assert key_terms("A patient with sepsis needs what?") == ("sepsis",)
     assert key_terms("What causes hepatitis A?") == ("hepatitis", "a")
     assert key_terms("What is vitamin A deficiency?") == ("vitamin", "a", "deficiency")
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "given"),
+    [
+        ("What is the dose of heparin in STEMI?", "70-100 U/kg IV bolus [1].", True),
+        ("What is the dose of epinephrine for neonates?", "Evidence for dosing is weak [1].", False),
+        ("What is the treatment of asthma exacerbation in pregnancy?",
+         "Salbutamol 4-10 puffs by pMDI, repeated every 20 minutes [1].", True),  # a regimen
+        ("What is the treatment of asthma exacerbation?", "Oral corticosteroids are recommended [1].", True),
+        ("What is the recommended dose of hydrocortisone in septic shock?",
+         "This represents a change from the 2016 guideline [1].", False),
+    ],
+)  # fmt: skip
+def test_an_answer_gives_what_the_question_asks_for(question, text, given):
+    assert all(kind.given_in(text) for kind in asked_for(question)) is given
