@@ -345,17 +345,15 @@ class _Calibration:
 
 def _calibrate(pairs: list[SupportPair], logits: np.ndarray, labels: np.ndarray) -> _Calibration:
     """The calibration fitted on dev, the threshold chosen there, and the dev metrics."""
-    from indexes.text import indexed_text
     from rag.generate.support_model import FEATURES, calibrated
-    from rag.generate.support_signals import checks_pass, lexical_coverage
-    from rag.generate.verify import CHECK_PENALTY
+    from rag.generate.support_signals import lexical_coverage
+    from rag.generate.verify import CHECK_PENALTY, rule_checks
 
     lexical = np.array([lexical_coverage(p.claim, p.passage) for p in pairs])
     weights, bias = fit_logistic(np.column_stack([logits, lexical]), labels)
     calibration = {"features": list(FEATURES), "weights": [float(w) for w in weights], "bias": float(bias)}
     probabilities = calibrated(logits, lexical, calibration)
-    texts = [indexed_text(p.passage.title, p.passage.section, p.passage.text) for p in pairs]
-    checks_ok = np.array([checks_pass(p.claim, text) for p, text in zip(pairs, texts, strict=True)])
+    checks_ok = np.array([all(rule_checks(p.claim, p.passage)) for p in pairs])
     support = probabilities * np.where(checks_ok, 1.0, CHECK_PENALTY)  # as the verifier computes it
     threshold = threshold_for_recall(support, labels, TARGET_RECALL)
     kinds = np.array([p.kind for p in pairs])

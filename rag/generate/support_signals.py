@@ -87,12 +87,6 @@ def quantities(text: str) -> set[tuple[str, str | None]]:
     return out
 
 
-def checks_pass(claim: str, passage: str) -> bool:
-    """The two rule checks a support score is capped by when either fails (``verify.CHECK_PENALTY``):
-    :func:`numbers_agree` and :func:`names_agree`."""
-    return numbers_agree(claim, passage) and names_agree(claim, passage)
-
-
 def numbers_agree(claim: str, passage: str) -> bool:
     """Whether every number of the claim occurs in the passage, with the same unit where both
     give one ("0.5 mg/dL" is not supported by a passage whose only 0.5 is "0.5 mL/kg/h"), and

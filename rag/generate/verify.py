@@ -105,13 +105,22 @@ log = logging.getLogger(__name__)
 
 COS_FLOOR, COS_CEIL = 0.35, 0.80
 SEMANTIC_WEIGHT, LEXICAL_WEIGHT = 0.6, 0.4
-CHECK_PENALTY = 0.3  # support x this when a number or name check fails (support_signals.checks_pass)
+CHECK_PENALTY = 0.3  # support x this when a rule check fails (rule_checks)
 HEURISTIC_THRESHOLD = 0.5  # the heuristic's calibration (module docstring); a model brings its own
 JUDGE_WEIGHT = 0.5
 JUDGE_MAX_CHARS = 1500
 
 JUDGE_SYSTEM = "You check medical statements against a source passage. Answer with one word: yes or no."
 JUDGE_USER = "Passage:\n{passage}\n\nStatement: {claim}\n\nDoes the passage support the statement?"
+
+
+def rule_checks(claim: str, chunk: Chunk) -> tuple[bool, bool, bool, bool]:
+    """``(numbers_ok, names_ok, scope_ok, copy_ok)``: the rule checks a support score is capped by
+    (``CHECK_PENALTY``) when any fails, the same for the verifier and for the support model's
+    calibration in training (module docstring)."""
+    text = indexed_text(chunk.title, chunk.section, chunk.text)
+    return (numbers_agree(claim, text), names_agree(claim, text), not unscoped_qualifiers(claim, chunk),
+            not changed_words(claim, chunk))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -224,10 +233,7 @@ class SupportVerifier:
             cosine = float(np.max(vectors[unit_rows] @ vectors[row[plain(claim)]])) if unit_rows else 0.0
             semantic = min(1.0, max(0.0, (cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             lexical = lexical_coverage(claim, chunk)
-            text = indexed_text(chunk.title, chunk.section, chunk.text)
-            numbers_ok, names_ok = numbers_agree(claim, text), names_agree(claim, text)
-            scope_ok = not unscoped_qualifiers(claim, chunk)
-            copy_ok = not changed_words(claim, chunk)
+            numbers_ok, names_ok, scope_ok, copy_ok = rule_checks(claim, chunk)
             checks_ok = numbers_ok and names_ok and scope_ok and copy_ok
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
             model = None if modelled is None else float(modelled[i])
