@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from difflib import SequenceMatcher
 
 from core.types import Chunk
 from indexes.text import STOPWORDS
@@ -35,12 +36,10 @@ def changed_words(claim: str, chunk: Chunk) -> tuple[str, ...]:
     as ``"claim words <- passage words"``; changes of stop words, plurals and numbers alone are
     not (numbers have their own check). A claim that copies nothing has nothing to check.
     """
-    from difflib import SequenceMatcher
-
     words = [w.lower() for w in _COPY_WORD.findall(plain(marker_free(claim)))]
     if len(words) < NEAR_COPY_MIN:
         return ()
-    best: tuple[int, float, list[str]] = (0, 0.0, [])
+    best: tuple[int, float, SequenceMatcher[str] | None, list[str]] = (0, 0.0, None, [])
     for start, end in sentence_spans(chunk.text):
         unit = [w.lower() for w in _COPY_WORD.findall(plain(chunk.text[start:end]))]
         matcher = SequenceMatcher(None, words, unit, autojunk=False)
@@ -48,12 +47,12 @@ def changed_words(claim: str, chunk: Chunk) -> tuple[str, ...]:
         # the most words in common; on a tie the closest sentence ("X is Y" copies "X is Y", not
         # an earlier "X is not Y" that holds the same words and one more)
         if (same, matcher.ratio()) > best[:2]:
-            best = (same, matcher.ratio(), unit)
-    same, _, unit = best
-    if same < max(NEAR_COPY_MIN, NEAR_COPY * len(words)):
+            best = (same, matcher.ratio(), matcher, unit)
+    same, _, copied, unit = best
+    if copied is None or same < max(NEAR_COPY_MIN, NEAR_COPY * len(words)):
         return ()
     changes = []
-    for op, i1, i2, j1, j2 in SequenceMatcher(None, words, unit, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in copied.get_opcodes():
         mine, theirs = words[i1:i2], unit[j1:j2]
         if op != "equal" and (_negations(mine) != _negations(theirs) or _swapped(mine, theirs, unit)):
             changes.append(f"{' '.join(mine) or '(nothing)'} <- {' '.join(theirs) or '(nothing)'}")

@@ -60,12 +60,10 @@ def unscoped_qualifiers(claim: str, chunk: Chunk) -> tuple[str, ...]:
     claimed = doses(text)
     if not wanted or not claimed:
         return ()
-    context = " ".join((chunk.title, *chunk.section))
-    scope_groups = qualifiers(context)
-    segments = [chunk.text[s:e] for s, e in sentence_spans(chunk.text)]
-    for number, unit in claimed:
-        holding = [seg for seg in segments if any(n == number and (unit is None or u in (unit, None))
-                                                  for n, u in quantities(seg))]  # fmt: skip
-        for seg in holding:
-            scope_groups |= qualifiers(seg)
+    scope_groups = qualifiers(" ".join((chunk.title, *chunk.section)))
+    for start, end in sentence_spans(chunk.text):
+        segment = chunk.text[start:end]
+        held = quantities(segment)
+        if any((number, unit) in held or (number, None) in held for number, unit in claimed):
+            scope_groups |= qualifiers(segment)
     return tuple(sorted(wanted - scope_groups))
