@@ -37,8 +37,11 @@ class _Strict(BaseModel):
 
 
 class McqSet(_Strict):
-    dataset: str  # mmlu | medqa | medmcqa | pubmedqa | bioasq
+    dataset: str  # mmlu | medqa | medmcqa | pubmedqa | bioasq | pubmedqa-pqal | mcq:<file>
     n: int | None = Field(default=None, ge=1)  # None: every item
+    # mcq:<file> only: standard name -> the file's column, e.g. {question = "stem", answer = "key"};
+    # also split (a Hugging Face DatasetDict split) and answer_base (0 or 1). See evals/datasets/user_files.py
+    columns: dict[str, str] | None = None
 
 
 class RetrievalSetConfig(_Strict):
@@ -48,9 +51,18 @@ class RetrievalSetConfig(_Strict):
 
 
 class AnswerSetConfig(_Strict):
-    dataset: str  # bioasq-ideal | pubmedqa-long
+    dataset: str  # bioasq-ideal | pubmedqa-long | abstention-* | qa:<file>
     n: int = Field(default=10, ge=1)  # each item costs a generation plus several judge calls
     index: tuple[str, ...] | None = None  # default: the grid's
+    columns: dict[str, str] | None = None  # qa:<file> only: standard name -> the file's column (and split)
+
+
+class RobustnessSet(_Strict):
+    """``[[robustness]]``: a perturbation applied to multiple-choice sets, each perturbed item run
+    under every condition and paired with its original (see :mod:`evals.robustness`)."""
+
+    perturbation: Literal["shuffle-options", "drug-names", "disease-synonyms", "patient-details"]
+    datasets: tuple[str, ...] | None = None  # default: every [[mcq]] set
 
 
 class Grid(_Strict):
@@ -96,6 +108,7 @@ class EvalConfig(_Strict):
     retrieval_grid: RetrievalGrid = Field(default_factory=RetrievalGrid)
     max_tokens: int = Field(default=1, ge=1)  # multiple choice reads one token's probabilities
     answers: list[AnswerSetConfig] = Field(default_factory=list)  # free text, judged (RAGAS metrics)
+    robustness: list[RobustnessSet] = Field(default_factory=list)  # perturbed copies of the [[mcq]] sets
     answer_metrics: tuple[str, ...] = (
         "faithfulness", "answer_relevancy", "context_precision", "context_recall",
         "citation_precision", "citation_recall",
@@ -166,6 +179,14 @@ def load_config(path: Path) -> EvalConfig:
     unknown = sorted(set(config.answer_metrics) - set(KNOWN_METRICS))
     if unknown:
         raise ConfigError(f"{path}: unknown answer metric(s) {unknown}; known: {', '.join(KNOWN_METRICS)}")
+    mcq_sets = [e.dataset for e in config.mcq]
+    for entry in config.robustness:
+        stray = sorted(set(entry.datasets or ()) - set(mcq_sets))
+        if stray or not mcq_sets:
+            raise ConfigError(
+                f"{path}: [[robustness]] {entry.perturbation} names {stray or 'no'} dataset(s) "
+                f"that are not [[mcq]] sets of this config ({', '.join(mcq_sets) or 'none'})"
+            )
     if not config.mcq and not config.retrieval and not config.answers:
         raise ConfigError(f"{path}: names no dataset; add [[mcq]], [[retrieval]] or [[answers]] entries")
     return config

@@ -10,6 +10,7 @@ seconds. Item failures become records with ``pred=None`` and the reason, never a
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, closing, nullcontext
@@ -65,8 +66,17 @@ def _mcq_record(answer_fn: Callable[[], Any], dataset: str, item: Any, condition
         retrieved=tuple((h.chunk.chunk_id, round(float(h.score), 6)) for h in answer.evidence),
         latency_s=round(time.perf_counter() - start, 4),
         extra={"mode": answer.mode, "timings": {k: round(v, 4) for k, v in answer.timings.items()},
-               "notes": list(answer.notes)},
+               "notes": list(answer.notes), **_perturbation(item)},
     )  # fmt: skip
+
+
+def _perturbation(item: Any) -> dict[str, Any]:
+    """What a robustness copy changed, kept with its record so reports can map letters back."""
+    meta = getattr(item, "meta", {}) or {}
+    if "perturbation" not in meta:
+        return {}
+    return {"perturbation": meta["perturbation"], "option_map": dict(meta["option_map"]),
+            "changes": list(meta.get("changes", []))}  # fmt: skip
 
 
 def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], Any]:
@@ -81,22 +91,42 @@ def run_mcq(
     summary: RunSummary, progress: bool,
 ) -> None:  # fmt: skip
     """Dataset by dataset, every condition of the grid: an interrupted run leaves whole paired
-    comparisons for the datasets it finished, not one arm of every dataset."""
+    comparisons for the datasets it finished, not one arm of every dataset.
+
+    A set's perturbed copies (``medqa~shuffle-options``) run with it, each right after its
+    original item: the prompts share their start, which the model's cache then reuses."""
     done = run.done_keys()
     base = load_profile(config.profile)
     cells = config.conditions()
     for cell in cells:
         summary.conditions[cell["name"]] = ConditionStats()
-    for ds, dataset_items in items.items():
+    for family, pairs in _families(items).items():
         for cell in cells:
             name, stats = cell["name"], summary.conditions[cell["name"]]
-            todo = not_done(dataset_items, [(name, ds, it.qid) for it in dataset_items], done, stats)
+            todo = not_done(pairs, [(name, ds, it.qid) for ds, it in pairs], done, stats)
             if todo:
-                _run_cell(cell, ds, todo, base, paths, run, generator, stats, progress)
+                _run_cell(cell, family, todo, base, paths, run, generator, stats, progress)
+
+
+def _families(items: dict[str, list[Any]]) -> dict[str, list[tuple[str, Any]]]:
+    """``(dataset, item)`` pairs per original set: each item, then its perturbed copies."""
+    from evals.robustness import base_dataset
+
+    copies: dict[tuple[str, str], list[tuple[str, Any]]] = {}
+    for ds, dataset_items in items.items():
+        origin, perturbation = base_dataset(ds)
+        if perturbation is not None:
+            for item in dataset_items:
+                copies.setdefault((origin, item.qid), []).append((ds, item))
+    families: dict[str, list[tuple[str, Any]]] = {}
+    for ds, dataset_items in items.items():
+        if base_dataset(ds)[1] is None:
+            families[ds] = [p for it in dataset_items for p in [(ds, it), *copies.get((ds, it.qid), [])]]
+    return families
 
 
 def _run_cell(
-    cell: dict[str, Any], ds: str, todo: list[Any], base: Profile, paths: Paths, run: RunDir,
+    cell: dict[str, Any], ds: str, todo: list[tuple[str, Any]], base: Profile, paths: Paths, run: RunDir,
     generator: CachingGenerator, stats: ConditionStats, progress: bool,
 ) -> None:  # fmt: skip
     def opened() -> AbstractContextManager[Any]:
@@ -104,8 +134,9 @@ def _run_cell(
             return nullcontext(None)
         return closing(assemble(condition_profile(base, cell), paths, generator=generator))
 
-    def answer(assembled: Any, item: Any) -> ItemRecord:
-        return _mcq_record(_answerer(generator, assembled, item), ds, item, cell["name"])
+    def answer(assembled: Any, pair: tuple[str, Any]) -> ItemRecord:
+        dataset, item = pair
+        return _mcq_record(_answerer(generator, assembled, item), dataset, item, cell["name"])
 
     run_condition(todo, opened, answer, run, stats, generator=generator, failed=lambda r: r.pred is None,
                   desc=f"{ds} {cell['name']}", progress=progress)  # fmt: skip
@@ -124,11 +155,13 @@ def open_generator(config: EvalConfig, paths: Paths) -> CachingGenerator:
 
 def load_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
     """The seeded, stratified sample of every multiple-choice set (loaded before anything runs)."""
-    from evals.datasets import load_mcq, sample
+    from evals.datasets import load_mcq_checked, sample
 
     items: dict[str, list[Any]] = {}
     for entry in config.mcq:
-        pool = load_mcq(entry.dataset, paths)
+        loaded = load_mcq_checked(entry.dataset, paths, entry.columns)
+        _warn_skipped(entry.dataset, len(loaded.skipped))
+        pool = list(loaded.items)
         try:
             items[entry.dataset] = sample(pool, entry.n, config.seed) if entry.n else pool
         except ValueError as exc:
@@ -136,18 +169,62 @@ def load_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
     return items
 
 
+def add_perturbed(config: EvalConfig, items: dict[str, list[Any]], paths: Paths) -> dict[str, list[Any]]:
+    """The sampled sets plus, for each ``[[robustness]]`` entry, the perturbed copies of the
+    items it applies to, as ``<set>~<perturbation>`` (the items it leaves unchanged are not run)."""
+    from evals.robustness import SEPARATOR, perturb_items
+
+    out = dict(items)
+    for entry in config.robustness:
+        for ds in entry.datasets or list(items):
+            out[f"{ds}{SEPARATOR}{entry.perturbation}"] = perturb_items(items[ds], entry.perturbation,
+                                                                        config.seed, paths)  # fmt: skip
+    return out
+
+
 def load_answer_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
     """The seeded sample of every free-text set (answered and judged; each item is costly)."""
-    from evals.datasets import load_freetext, sample
+    from evals.datasets import load_freetext_checked, sample
 
     items: dict[str, list[Any]] = {}
     for entry in config.answers:
-        pool = load_freetext(entry.dataset, paths)
+        loaded = load_freetext_checked(entry.dataset, paths, entry.columns)
+        _warn_skipped(entry.dataset, len(loaded.skipped))
+        pool = list(loaded.items)
         try:
             items[entry.dataset] = sample(pool, entry.n, config.seed, strata=("dataset", "answerable"))
         except ValueError as exc:
             raise ConfigError(f"answers dataset {entry.dataset}: {exc}") from exc
     return items
+
+
+def _warn_skipped(dataset: str, count: int) -> None:
+    if count:
+        print(f"medcite: warning: {dataset}: {count} row(s) skipped as unusable; they are listed under "
+              f"skipped_rows in the run's manifest.json, and `medcite eval validate {dataset}` says why",
+              file=sys.stderr)  # fmt: skip
+
+
+def skipped_rows(config: EvalConfig, paths: Paths) -> dict[str, Any]:
+    """The rows of each ``mcq:``/``qa:`` file that could not be used, for the run manifest (read
+    again from the files: they are small, and built-in sets never skip a row)."""
+    from evals.datasets import MCQ_PREFIX, QA_PREFIX, load_freetext_checked, load_mcq_checked
+
+    entries: list[tuple[str, Any, Callable[..., Any]]] = [
+        *((e.dataset, e.columns, load_mcq_checked) for e in config.mcq),
+        *((e.dataset, e.columns, load_freetext_checked) for e in config.answers),
+    ]
+    out: dict[str, Any] = {}
+    for dataset, columns, load in entries:
+        if not dataset.startswith((MCQ_PREFIX, QA_PREFIX)):
+            continue
+        try:
+            skipped = load(dataset, paths, columns).skipped
+        except MedciteError as exc:
+            out[dataset] = {"error": str(exc)}
+            continue
+        out[dataset] = {"count": len(skipped), "rows": [s.as_dict() for s in skipped]}
+    return out
 
 
 def load_sets(config: EvalConfig, paths: Paths) -> dict[str, Any]:
@@ -191,7 +268,7 @@ def run_eval(
     from evals.summary import write_summary
 
     start = time.perf_counter()
-    items = load_items(config, paths)  # bad dataset names and samples fail here, before any work
+    items = add_perturbed(config, load_items(config, paths), paths)  # bad names fail here, before any work
     sets = load_sets(config, paths)
     answer_items = load_answer_items(config, paths)
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
@@ -221,6 +298,7 @@ def run_eval(
             "items": {ds: len(v) for ds, v in items.items()},
             "queries": {ds: len(s.queries) for ds, s in sets.items()},
             "answer_items": {ds: len(v) for ds, v in answer_items.items()},
+            "skipped_rows": skipped_rows(config, paths),
             "session": {"started": started, "seconds": round(summary.seconds, 1),
                         "conditions": summary.cost()},
         })  # fmt: skip
@@ -228,7 +306,7 @@ def run_eval(
             model.close()
     records = run.records()
     write_trec(records, run.folder / "run.trec")
-    write_summary(run.folder, records, sets, summary.cost())
+    write_summary(run.folder, records, sets, summary.cost(), paths)
     return summary
 
 
@@ -290,5 +368,5 @@ def report_run(folder: Path, paths: Paths) -> Path:
             c["failed"] += r.pred is None and r.gold is not None
             c["seconds"] = round(c["seconds"] + r.latency_s, 1)
     write_trec(records, folder / "run.trec")
-    write_summary(folder, records, load_sets(config, paths), cost)
+    write_summary(folder, records, load_sets(config, paths), cost, paths)
     return folder / "report.md"

@@ -17,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from core.paths import Paths
 from evals import plots
 from evals.answers_run import answer_metrics
 from evals.metrics.choice import accuracy
 from evals.metrics.retrieval import score_run
 from evals.records import ItemRecord
+from evals.robustness.metrics import robustness_metrics
+from evals.robustness.report import robustness_lines
 from evals.types import RetrievalSet
 
 RETRIEVAL_METRICS = ("ndcg@10", "recall@10", "recall@20", "precision@10", "mrr", "map")
@@ -70,6 +73,19 @@ def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> 
         rows = compare(base, [r for rs in per.values() for r in rs])
         out[cond] = {row.dataset: row.to_json() for row in rows}
     return out
+
+
+def paired_with_leakage(
+    folder: Path, records: list[ItemRecord], paths: Paths | None
+) -> dict[str, dict[str, Any]]:
+    """:func:`paired_metrics`, each RAG row split into leaked and clean items of its index
+    (:mod:`evals.leakage_run`; skipped without ``paths``, "index not found" when it is gone)."""
+    paired = paired_metrics(records)
+    if paired and paths is not None:
+        from evals.leakage_run import run_leakage, split_paired
+
+        split_paired(paired, records, run_leakage(folder, records, paths))
+    return paired
 
 
 def _with_rerank_baselines(retrieval: list[ItemRecord]) -> list[ItemRecord]:
@@ -127,15 +143,17 @@ def item_seconds(records: list[ItemRecord]) -> dict[str, dict[str, float]]:
 
 
 def write_summary(
-    folder: Path, records: list[ItemRecord], sets: dict[str, RetrievalSet], cost: dict[str, Any]
-) -> dict[str, Any]:
+    folder: Path, records: list[ItemRecord], sets: dict[str, RetrievalSet], cost: dict[str, Any],
+    paths: Paths | None = None,
+) -> dict[str, Any]:  # fmt: skip
     metrics = {
         "mcq": mcq_metrics(records),
-        "paired_vs_closed_book": paired_metrics(records),
+        "paired_vs_closed_book": paired_with_leakage(folder, records, paths),
         "retrieval": retrieval_metrics(records, sets),
         "answers": answer_metrics(records),
         "cost": cost,
         "item_seconds": item_seconds(records),
+        "robustness": robustness_metrics(records),
     }
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     figures = [
@@ -180,13 +198,34 @@ def _mcq_rows(mcq: dict[str, Any]) -> list[list[object]]:
 
 
 def _paired_rows(paired: dict[str, Any]) -> list[list[object]]:
+    from evals.leakage_run import leaked_cell
+
     rows: list[list[object]] = []
     for cond, per in paired.items():
         for ds, r in per.items():
             diff = f"{100 * r['diff']:+.1f} ({100 * r['diff_ci'][0]:+.1f}, {100 * r['diff_ci'][1]:+.1f})"
             rows.append([cond, ds, r["n"], _pct(r["accuracy_a"]), _pct(r["accuracy_b"]), diff,
-                         f"{r['mcnemar_p']:.3g}", _pct(r["harm_rate"]), _pct(r["help_rate"])])  # fmt: skip
+                         f"{r['mcnemar_p']:.3g}", _pct(r["harm_rate"]), _pct(r["help_rate"]),
+                         leaked_cell(r)])  # fmt: skip
     return rows
+
+
+def _paired_notes(paired: dict[str, Any]) -> list[str]:
+    """What harm and help mean, then the paired comparison over leaked and over clean items
+    (when the run's indexes were checked for leakage)."""
+    from evals.leakage import DEFAULT_THRESHOLD
+    from evals.leakage_run import split_table
+
+    notes = ["harm: closed-book right and RAG wrong, as a share of paired items; help: the reverse.", ""]
+    rows = split_table(paired)
+    if not rows:
+        return notes
+    side = ["closed-book", "RAG", "harm", "help"]
+    header = ["condition", "dataset", "index", "leaked n", *side, "clean n", *side]
+    note = (f"leaked: the index holds the item's question or gold answer passage near-verbatim (containment "
+            f">= {DEFAULT_THRESHOLD} of its word 8-grams in one chunk; `medcite eval leakage`, cached in "
+            "leakage-<index>.json); accuracy, harm and help in % of that side's paired items.")  # fmt: skip
+    return [*notes, "### Leaked vs clean items", "", *_table(header, rows), note, ""]
 
 
 def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]) -> str:
@@ -201,9 +240,9 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
     if metrics["paired_vs_closed_book"]:
         lines += ["## RAG vs closed-book (paired)", ""]
         header = ["condition", "dataset", "n", "closed-book", "RAG", "diff (95% bootstrap CI)", "McNemar p",
-                  "harm", "help"]  # fmt: skip
+                  "harm", "help", "leaked"]  # fmt: skip
         lines += _table(header, _paired_rows(metrics["paired_vs_closed_book"]))
-        lines += ["harm: closed-book right and RAG wrong, as a share of paired items; help: the reverse.", ""]
+        lines += _paired_notes(metrics["paired_vs_closed_book"])
     if metrics["retrieval"]:
         lines += ["## Retrieval", ""]
         rows = [
@@ -235,6 +274,7 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
                   _num(a["citation_precision_shown"]), _num(a["citation_precision_generated"])]
                  for c, ds, a in abstention],
             )  # fmt: skip
+    lines += robustness_lines(metrics.get("robustness") or {})
     lines += ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
     item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in metrics["item_seconds"].items()]
     lines += _table(["condition", "items", "item seconds", "s/item"], item_rows)

@@ -2,14 +2,21 @@
 
 Multiple choice (:func:`load_mcq`): ``mirage`` (all five sets), its sets ``mmlu``, ``medqa``,
 ``medmcqa``, ``pubmedqa``, ``bioasq``, and ``pubmedqa-pqal`` (the PubMedQA* questions with their
-gold abstracts, for the oracle-context upper bound). Retrieval (:func:`load_retrieval`):
-``bioasq-snippets``, ``liveqa-medquad``, ``pubmedqa-pqal``, and ``beir:<folder>`` for any set in
-BEIR layout. Files are read under ``paths.source_data`` (``MEDCITE_SOURCE_DATA``).
+gold abstracts, for the oracle-context upper bound), and ``mcq:<file>`` for a user's own file.
+Free text with reference answers (:func:`load_freetext`): ``bioasq-ideal``, ``pubmedqa-long``, the
+abstention sets, and ``qa:<file>``. Retrieval (:func:`load_retrieval`): ``bioasq-snippets``,
+``liveqa-medquad``, ``pubmedqa-pqal``, and ``beir:<folder>`` for any set in BEIR layout.
+
+Built-in sets are read under ``paths.source_data`` (``MEDCITE_SOURCE_DATA``); a relative
+``mcq:``/``qa:``/``beir:`` path is looked up from the working directory first, then there.
+``mcq:``/``qa:`` files (JSONL, JSON, CSV, parquet, a Hugging Face ``save_to_disk`` folder) take an
+optional column mapping and may have unusable rows: :func:`load_mcq_checked` and
+:func:`load_freetext_checked` return those with their row numbers (:mod:`evals.datasets.user_files`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.errors import ConfigError
@@ -25,6 +32,14 @@ from evals.datasets.near_miss import load_near_miss
 from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
 from evals.datasets.qrels import coverage, restrict
 from evals.datasets.sampling import sample
+from evals.datasets.user_files import (
+    MCQ_PREFIX,
+    QA_PREFIX,
+    LoadedSet,
+    SkippedRow,
+    load_user_mcq,
+    load_user_qa,
+)
 from evals.types import McqItem, RetrievalSet
 
 BEIR_PREFIX = "beir:"
@@ -57,20 +72,49 @@ FREE_TEXT_LOADERS: dict[str, Callable[[Paths], list[FreeTextItem]]] = {
 }
 
 
-def load_freetext(name: str, paths: Paths) -> list[FreeTextItem]:
-    """Free-text questions with reference answers, for the answer-quality metrics."""
+def _builtin(name: str, columns: Mapping[str, str] | None, prefix: str) -> None:
+    if columns:
+        raise ConfigError(
+            f"a column mapping applies to {prefix}<file> sets only, not to the built-in {name!r}"
+        )
+
+
+def load_freetext_checked(
+    name: str, paths: Paths, columns: Mapping[str, str] | None = None
+) -> LoadedSet[FreeTextItem]:
+    """Free-text questions with reference answers, with the rows of a ``qa:`` file that were skipped."""
+    if name.startswith(QA_PREFIX):
+        return load_user_qa(name, paths.source_data, columns)
     loader = FREE_TEXT_LOADERS.get(name)
     if loader is None:
-        raise ConfigError(f"unknown free-text dataset {name!r}; known: {', '.join(FREE_TEXT_LOADERS)}")
-    return loader(paths)
+        known = [*FREE_TEXT_LOADERS, f"{QA_PREFIX}<file>"]
+        hint = "; a multiple-choice set goes under [[mcq]]" if name.startswith(MCQ_PREFIX) else ""
+        raise ConfigError(f"unknown free-text dataset {name!r}; known: {', '.join(known)}{hint}")
+    _builtin(name, columns, QA_PREFIX)
+    return LoadedSet(tuple(loader(paths)))
 
 
-def load_mcq(name: str, paths: Paths) -> list[McqItem]:
-    """The items of a multiple-choice set by name; an unknown name lists the known ones."""
+def load_freetext(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> list[FreeTextItem]:
+    """Free-text questions with reference answers, for the answer-quality metrics."""
+    return list(load_freetext_checked(name, paths, columns).items)
+
+
+def load_mcq_checked(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> LoadedSet[McqItem]:
+    """A multiple-choice set with the rows of an ``mcq:`` file that were skipped (none for built-ins)."""
+    if name.startswith(MCQ_PREFIX):
+        return load_user_mcq(name, paths.source_data, columns)
     loader = MCQ_LOADERS.get(name)
     if loader is None:
-        raise ConfigError(f"unknown multiple-choice dataset {name!r}; known: {', '.join(MCQ_LOADERS)}")
-    return loader(paths.source_data)
+        known = [*MCQ_LOADERS, f"{MCQ_PREFIX}<file>"]
+        hint = "; a free-text set goes under [[answers]]" if name.startswith(QA_PREFIX) else ""
+        raise ConfigError(f"unknown multiple-choice dataset {name!r}; known: {', '.join(known)}{hint}")
+    _builtin(name, columns, MCQ_PREFIX)
+    return LoadedSet(tuple(loader(paths.source_data)))
+
+
+def load_mcq(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> list[McqItem]:
+    """The items of a multiple-choice set by name; an unknown name lists the known ones."""
+    return list(load_mcq_checked(name, paths, columns).items)
 
 
 def load_retrieval(name: str, paths: Paths) -> RetrievalSet:
@@ -92,10 +136,16 @@ def load_retrieval(name: str, paths: Paths) -> RetrievalSet:
 __all__ = [
     "FREE_TEXT_LOADERS",
     "MCQ_LOADERS",
+    "MCQ_PREFIX",
+    "QA_PREFIX",
     "RETRIEVAL_LOADERS",
+    "LoadedSet",
+    "SkippedRow",
     "coverage",
     "load_freetext",
+    "load_freetext_checked",
     "load_mcq",
+    "load_mcq_checked",
     "load_retrieval",
     "restrict",
     "sample",

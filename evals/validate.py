@@ -1,0 +1,55 @@
+"""``medcite eval validate DATASET``: read a benchmark set the way a run would, with no model, and
+say what was found and what is wrong, row by row, before any compute is spent on it."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from core.paths import Paths
+from evals.datasets import (
+    FREE_TEXT_LOADERS,
+    MCQ_LOADERS,
+    QA_PREFIX,
+    load_freetext_checked,
+    load_mcq_checked,
+)
+from evals.types import McqItem
+
+
+@dataclass(frozen=True)
+class Validation:
+    text: str
+    problems: int  # rows skipped; 0 means the whole set is usable
+
+
+def _counts(counter: Counter[str] | Counter[int]) -> str:
+    return ", ".join(f"{key}: {count}" for key, count in sorted(counter.items()))
+
+
+def validate_dataset(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> Validation:
+    """The detected shape, item count, option-count and gold-letter distributions (multiple
+    choice), notes on what was assumed, and every skipped row with its number and reason.
+
+    Raises ConfigError (or SourceError for built-in sets) when the set cannot be read at all."""
+    freetext = name.startswith(QA_PREFIX) or (name in FREE_TEXT_LOADERS and name not in MCQ_LOADERS)
+    loaded = (load_freetext_checked if freetext else load_mcq_checked)(name, paths, columns)
+    lines = [f"{name}: {loaded.shape}", f"  items: {len(loaded.items)} usable, {len(loaded.skipped)} skipped"]
+    lines += [f"  note: {note}" for note in loaded.notes]
+    mcq = [item for item in loaded.items if isinstance(item, McqItem)]
+    if mcq:
+        lines.append(f"  options per question: {_counts(Counter(len(i.options) for i in mcq))}")
+        lines.append(f"  gold letters: {_counts(Counter(i.answer for i in mcq))}")
+    elif loaded.items:
+        with_reference = sum(1 for item in loaded.items if getattr(item, "reference", None))
+        lines.append(f"  with a reference answer: {with_reference} of {len(loaded.items)}")
+    if loaded.skipped:
+        lines.append("  problems (these rows would be skipped):")
+        lines += [
+            f"    row {s.row}" + (f" (id {s.id})" if s.id not in (None, str(s.row)) else "") + f": {s.reason}"
+            for s in loaded.skipped
+        ]
+    else:
+        lines.append("  no problems found")
+    return Validation("\n".join(lines), len(loaded.skipped))
