@@ -128,6 +128,31 @@ def compare(
     return found
 
 
+def compare_sets(
+    records_a: Iterable[ItemRecord], records_b: Iterable[ItemRecord], **options: Any
+) -> list[CompareRow]:
+    """:func:`compare` over the original sets (with their ``all`` row), then each perturbed copy
+    set (``medqa~drug-names``, :mod:`evals.robustness`) on its own row: pooled with the originals,
+    a copy would count its item twice. Raises ValueError when no set pairs."""
+    from evals.robustness import base_dataset
+
+    a, b = list(records_a), list(records_b)
+
+    def copies(rs: list[ItemRecord], copy: bool) -> list[ItemRecord]:
+        return [r for r in rs if (base_dataset(r.dataset)[1] is not None) == copy]
+
+    rows: list[CompareRow] = []
+    if copies(a, False) and copies(b, False):
+        rows += compare(copies(a, False), copies(b, False), **options)
+    boot = {"n_resamples": 10_000, "seed": 0, "confidence": 0.95, **options}
+    for ds in _order({r.dataset for r in copies(b, True)}):
+        row = _row(ds, [r for r in a if r.dataset == ds], [r for r in b if r.dataset == ds], **boot)
+        rows += [row] if row is not None else []
+    if not rows:
+        raise ValueError(f"the runs share no scored item ({len(a)} in A, {len(b)} in B)")
+    return rows
+
+
 def unpaired_datasets(records_a: Iterable[ItemRecord], records_b: Iterable[ItemRecord]) -> dict[str, str]:
     """Datasets that only one run has: ``{dataset: "A"|"B"}`` (they get no row of their own)."""
     in_a = {r.dataset for r in records_a if r.gold is not None}

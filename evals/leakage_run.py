@@ -169,10 +169,10 @@ _SPLIT_KEYS = (
 
 
 def _split_rows(base: list[ItemRecord], rag: list[ItemRecord]) -> dict[str, dict[str, Any]]:
-    from evals.compare import compare
+    from evals.compare import compare_sets
 
     try:
-        rows = compare(base, rag, n_resamples=1000)
+        rows = compare_sets(base, rag, n_resamples=1000)
     except ValueError:  # no paired item on this side of the split
         return {}
     out = {row.dataset: {k: v for k, v in row.to_json().items() if k in _SPLIT_KEYS} for row in rows}

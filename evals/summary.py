@@ -60,7 +60,7 @@ def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
 
 def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> dict[str, dict[str, Any]]:
     """Each RAG condition against the closed-book arm, per dataset."""
-    from evals.compare import compare
+    from evals.compare import compare_sets
 
     grouped = _group([r for r in records if r.gold is not None])
     if baseline not in grouped:
@@ -70,7 +70,7 @@ def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> 
     for cond, per in grouped.items():
         if cond == baseline:
             continue
-        rows = compare(base, [r for rs in per.values() for r in rs])
+        rows = compare_sets(base, [r for rs in per.values() for r in rs])
         out[cond] = {row.dataset: row.to_json() for row in rows}
     return out
 

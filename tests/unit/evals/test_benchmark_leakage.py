@@ -213,7 +213,7 @@ def test_report_splits_paired_rows_into_leaked_and_clean(tiny_paths, tiny_datase
     assert split["clean"]["accuracy_a"] == 1.0 and split["clean"]["harm_rate"] == 0.5  # absent: A -> B
     copy = rows["tiny~drug-names"]["leakage"]  # the perturbed copy takes its base item's flag
     assert copy["leaked"]["n"] == 1 and copy["clean"]["n"] == 0
-    assert rows["all"]["leakage"]["leaked"]["n"] == 3
+    assert "all" not in rows  # one original set; a copy set gets its own row and is never pooled
     cache = json.loads((tmp_path / "leakage-tiny.json").read_text())
     assert cache["corpus_fingerprint"] and {r["qid"] for r in cache["items"]} == {it.qid for it in ITEMS}
     report = (tmp_path / "report.md").read_text()

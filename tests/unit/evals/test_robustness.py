@@ -185,3 +185,15 @@ def test_perturb_items_keeps_only_changed_items_in_order():
     items = [ITEM, McqItem("medqa", "q2", "Which nerve supplies the deltoid?", {"A": "x", "B": "y"}, "A")]
     out = perturb_items(items, "drug-names", 0, paths)
     assert [i.qid for i in out] == ["q1"]
+
+
+def test_rag_vs_closed_book_pools_originals_only_and_gives_each_copy_set_its_own_row():
+    from evals.compare import compare_sets
+
+    def arm(cond: str, pred: str) -> list[ItemRecord]:
+        sets = ("medqa", "pubmedqa", "medqa~drug-names")
+        return [_rec(cond, ds, str(i), pred, "A", {"A": "A"}) for ds in sets for i in range(4)]
+
+    rows = {row.dataset: row for row in compare_sets(arm("cb", "B"), arm("rag", "A"))}
+    assert list(rows) == ["medqa", "pubmedqa", "all", "medqa~drug-names"]
+    assert rows["all"].a.n == 8 and rows["medqa~drug-names"].a.n == 4  # the copies are not pooled
