@@ -183,6 +183,15 @@ def _question(r: RawRow, qid: str) -> str | SkippedRow:
     return _text(raw) or SkippedRow(r.number, qid, "empty question")
 
 
+def _id_and_question(r: RawRow) -> tuple[str, str] | SkippedRow:
+    """What every row needs, multiple choice or free text: named fields, an id and a question."""
+    if not isinstance(r.value, dict):
+        return _bad_row(r)
+    qid = _row_id(r)
+    question = _question(r, qid)
+    return question if isinstance(question, SkippedRow) else (qid, question)
+
+
 def _sequence_options(values: list[Any], names: tuple[str, ...] | None = None) -> dict[str, str] | str:
     """Options in order -> letters A..; trailing empty options are dropped (a 4-option question in a
     5-option file), an empty one before a filled one is an error."""
@@ -241,12 +250,10 @@ def _mcq_shape(rows: list[RawRow], path: Path) -> str:
 
 
 def _draft(r: RawRow, shape: str) -> _Draft | SkippedRow:
-    if not isinstance(r.value, dict):
-        return _bad_row(r)
-    qid = _row_id(r)
-    question = _question(r, qid)
-    if isinstance(question, SkippedRow):
-        return question
+    start = _id_and_question(r)
+    if isinstance(start, SkippedRow):
+        return start
+    qid, question = start
     options = _options(r.value, shape)
     if isinstance(options, str):
         return SkippedRow(r.number, qid, options)
@@ -393,12 +400,10 @@ def _reference(row: dict[str, Any]) -> str | None:
 
 
 def _qa_item(r: RawRow, spec: str) -> FreeTextItem | SkippedRow:
-    if not isinstance(r.value, dict):
-        return _bad_row(r)
-    qid = _row_id(r)
-    question = _question(r, qid)
-    if isinstance(question, SkippedRow):
-        return question
+    start = _id_and_question(r)
+    if isinstance(start, SkippedRow):
+        return start
+    qid, question = start
     reference = _reference(r.value)
     if reference is None:
         return SkippedRow(r.number, qid, f"missing answer (no {', '.join(REFERENCE_COLUMNS)})")

@@ -13,15 +13,13 @@ A mention of the name becomes its first kept synonym; a mention of a kept synony
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
 from core.errors import SourceError
-from evals.robustness.terms import swapped_item, term_pattern
-from evals.types import McqItem
+from evals.robustness.terms import TermSwap
 
 OBO = "doid_full_2016-09-01.obo"
 _SYNONYM = re.compile(r'^synonym:\s*"((?:[^"\\]|\\.)*)"\s+EXACT\b')
@@ -136,14 +134,5 @@ def synonym_map(folder: Path) -> dict[str, str]:
     return mapping
 
 
-def disease_swapper(folder: Path) -> DiseaseSwap:
-    return DiseaseSwap(synonym_map(folder))
-
-
-class DiseaseSwap:
-    def __init__(self, mapping: dict[str, str]) -> None:
-        self.mapping = mapping
-        self.pattern = term_pattern(mapping)
-
-    def __call__(self, item: McqItem, rng: random.Random) -> McqItem | None:
-        return swapped_item(item, self.pattern, self.mapping, "disease-synonyms")
+def disease_swapper(folder: Path) -> TermSwap:
+    return TermSwap(synonym_map(folder), "disease-synonyms")

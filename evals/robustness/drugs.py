@@ -12,13 +12,11 @@ options alike.
 from __future__ import annotations
 
 import csv
-import random
 from functools import lru_cache
 from pathlib import Path
 
 from core.errors import SourceError
-from evals.robustness.terms import swapped_item, term_pattern
-from evals.types import McqItem
+from evals.robustness.terms import TermSwap
 
 TABLE = Path(__file__).with_name("drug_brands.tsv")
 
@@ -42,14 +40,5 @@ def brand_generic_map(path: Path = TABLE) -> dict[str, str]:
     return mapping
 
 
-def drug_swapper(path: Path = TABLE) -> DrugSwap:
-    return DrugSwap(brand_generic_map(path))
-
-
-class DrugSwap:
-    def __init__(self, mapping: dict[str, str]) -> None:
-        self.mapping = mapping
-        self.pattern = term_pattern(mapping)
-
-    def __call__(self, item: McqItem, rng: random.Random) -> McqItem | None:
-        return swapped_item(item, self.pattern, self.mapping, "drug-names")
+def drug_swapper(path: Path = TABLE) -> TermSwap:
+    return TermSwap(brand_generic_map(path), "drug-names")

@@ -10,6 +10,7 @@ capital letter is kept.
 from __future__ import annotations
 
 import dataclasses
+import random
 import re
 from collections.abc import Iterable, Mapping
 
@@ -59,3 +60,15 @@ def swapped_item(
     meta = {**item.meta, "perturbation": name, "option_map": {k: k for k in item.options}, "changes": changes}
     return dataclasses.replace(item, dataset=f"{item.dataset}~{name}", question=question, options=options,
                                meta=meta)  # fmt: skip
+
+
+class TermSwap:
+    """A name-swap perturbation: ``mapping`` (lower-case term -> replacement) applied by
+    :func:`swapped_item` under the perturbation's ``name``."""
+
+    def __init__(self, mapping: Mapping[str, str], name: str) -> None:
+        self.mapping, self.name = mapping, name
+        self.pattern = term_pattern(mapping)
+
+    def __call__(self, item: McqItem, rng: random.Random) -> McqItem | None:
+        return swapped_item(item, self.pattern, self.mapping, self.name)

@@ -21,7 +21,6 @@ from evals.robustness.options import shuffle_options
 from evals.robustness.terms import swap_terms, term_pattern
 from evals.runner import run_eval
 from evals.types import McqItem
-from rag.indexing import build_from_cli
 from tests.helpers import LetterModel
 
 ITEM = McqItem(
@@ -138,22 +137,14 @@ def test_pair_metrics_and_the_retrieval_effect_on_fabricated_records():
     assert whole["retrieval_effect"]["rag"]["s~drug-names"]["only_rag_flipped"] == 3
 
 
-@pytest.fixture(scope="module")
-def paths(tmp_path_factory) -> Paths:
-    data = tmp_path_factory.mktemp("robustness-data")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=4, dense=None, progress=False)
-    return paths
-
-
-def test_a_run_pairs_each_copy_with_its_original_right_after_it(paths, tmp_path):
+def test_a_run_pairs_each_copy_with_its_original_right_after_it(bm25_paths, tmp_path):
     grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1], "closed_book": True}
     cfg = EvalConfig.model_validate({
         "name": "robust", "profile": "fast", "seed": 0, "mcq": [{"dataset": "medqa", "n": 4}], "grid": grid,
         "robustness": [{"perturbation": "shuffle-options"}, {"perturbation": "patient-details"}],
     })  # fmt: skip
     out = tmp_path / "run"
-    run_eval(cfg, paths, out=out, progress=False, generator=LetterModel())
+    run_eval(cfg, bm25_paths, out=out, progress=False, generator=LetterModel())
     records = list(read_records(out / "records.jsonl"))
     closed = [r for r in records if r.condition == "closed-book"]
     assert closed[0].dataset == "medqa" and closed[1].dataset.startswith("medqa~")

@@ -321,17 +321,7 @@ def test_run_without_a_config_builds_closed_book_vs_the_profile(tmp_path, monkey
     assert cli.main(["eval", "run", str(tmp_path / "c.toml"), "--dataset", "medqa"]) == 2  # both
 
 
-@pytest.fixture(scope="module")
-def index_paths(tmp_path_factory) -> Paths:
-    from rag.indexing import build_from_cli
-
-    data = tmp_path_factory.mktemp("user-run")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=2, dense=None, progress=False)
-    return paths
-
-
-def test_a_file_in_each_format_runs_through_run_eval(index_paths, tmp_path, capsys):
+def test_a_file_in_each_format_runs_through_run_eval(bm25_paths, tmp_path, capsys):
     from evals.records import read_records
     from evals.runner import run_eval
 
@@ -355,7 +345,7 @@ def test_a_file_in_each_format_runs_through_run_eval(index_paths, tmp_path, caps
         "grid": {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1], "closed_book": True},
     })  # fmt: skip
     out = tmp_path / "run"
-    run_eval(config, index_paths, out=out, progress=False, generator=LetterModel())
+    run_eval(config, bm25_paths, out=out, progress=False, generator=LetterModel())
     assert "medqa.jsonl: 1 row(s) skipped" in capsys.readouterr().err
     records = list(read_records(out / "records.jsonl"))
     per_set = {s: sum(1 for r in records if r.dataset == s and r.condition == "closed-book") for s in specs}
