@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,14 +153,17 @@ def open_generator(config: EvalConfig, paths: Paths) -> CachingGenerator:
     return CachingGenerator(inner, generation_cache_path(paths))
 
 
-def load_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
-    """The seeded, stratified sample of every multiple-choice set (loaded before anything runs)."""
+def load_items(
+    config: EvalConfig, paths: Paths, skipped: dict[str, Any] | None = None
+) -> dict[str, list[Any]]:
+    """The seeded, stratified sample of every multiple-choice set (loaded before anything runs);
+    the unusable rows of ``mcq:`` files go into ``skipped`` (for the run manifest)."""
     from evals.datasets import load_mcq_checked, sample
 
     items: dict[str, list[Any]] = {}
     for entry in config.mcq:
         loaded = load_mcq_checked(entry.dataset, paths, entry.columns)
-        _warn_skipped(entry.dataset, len(loaded.skipped))
+        _note_skipped(entry.dataset, loaded.skipped, skipped)
         pool = list(loaded.items)
         try:
             items[entry.dataset] = sample(pool, entry.n, config.seed) if entry.n else pool
@@ -182,14 +185,17 @@ def add_perturbed(config: EvalConfig, items: dict[str, list[Any]], paths: Paths)
     return out
 
 
-def load_answer_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
-    """The seeded sample of every free-text set (answered and judged; each item is costly)."""
+def load_answer_items(
+    config: EvalConfig, paths: Paths, skipped: dict[str, Any] | None = None
+) -> dict[str, list[Any]]:
+    """The seeded sample of every free-text set (answered and judged; each item is costly); the
+    unusable rows of ``qa:`` files go into ``skipped``."""
     from evals.datasets import load_freetext_checked, sample
 
     items: dict[str, list[Any]] = {}
     for entry in config.answers:
         loaded = load_freetext_checked(entry.dataset, paths, entry.columns)
-        _warn_skipped(entry.dataset, len(loaded.skipped))
+        _note_skipped(entry.dataset, loaded.skipped, skipped)
         pool = list(loaded.items)
         try:
             items[entry.dataset] = sample(pool, entry.n, config.seed, strata=("dataset", "answerable"))
@@ -198,33 +204,17 @@ def load_answer_items(config: EvalConfig, paths: Paths) -> dict[str, list[Any]]:
     return items
 
 
-def _warn_skipped(dataset: str, count: int) -> None:
-    if count:
-        print(f"medcite: warning: {dataset}: {count} row(s) skipped as unusable; they are listed under "
+def _note_skipped(dataset: str, rows: Sequence[Any], into: dict[str, Any] | None) -> None:
+    """Warn about a user file's unusable rows and keep them for the manifest (built-in sets never
+    skip a row)."""
+    from evals.datasets import MCQ_PREFIX, QA_PREFIX
+
+    if rows:
+        print(f"medcite: warning: {dataset}: {len(rows)} row(s) skipped as unusable; they are listed under "
               f"skipped_rows in the run's manifest.json, and `medcite eval validate {dataset}` says why",
               file=sys.stderr)  # fmt: skip
-
-
-def skipped_rows(config: EvalConfig, paths: Paths) -> dict[str, Any]:
-    """The rows of each ``mcq:``/``qa:`` file that could not be used, for the run manifest (read
-    again from the files: they are small, and built-in sets never skip a row)."""
-    from evals.datasets import MCQ_PREFIX, QA_PREFIX, load_freetext_checked, load_mcq_checked
-
-    entries: list[tuple[str, Any, Callable[..., Any]]] = [
-        *((e.dataset, e.columns, load_mcq_checked) for e in config.mcq),
-        *((e.dataset, e.columns, load_freetext_checked) for e in config.answers),
-    ]
-    out: dict[str, Any] = {}
-    for dataset, columns, load in entries:
-        if not dataset.startswith((MCQ_PREFIX, QA_PREFIX)):
-            continue
-        try:
-            skipped = load(dataset, paths, columns).skipped
-        except MedciteError as exc:
-            out[dataset] = {"error": str(exc)}
-            continue
-        out[dataset] = {"count": len(skipped), "rows": [s.as_dict() for s in skipped]}
-    return out
+    if into is not None and dataset.startswith((MCQ_PREFIX, QA_PREFIX)):
+        into[dataset] = {"count": len(rows), "rows": [r.as_dict() for r in rows]}
 
 
 def load_sets(config: EvalConfig, paths: Paths) -> dict[str, Any]:
@@ -268,9 +258,10 @@ def run_eval(
     from evals.summary import write_summary
 
     start = time.perf_counter()
-    items = add_perturbed(config, load_items(config, paths), paths)  # bad names fail here, before any work
+    skipped: dict[str, Any] = {}
+    items = add_perturbed(config, load_items(config, paths, skipped), paths)  # bad names fail here, first
     sets = load_sets(config, paths)
-    answer_items = load_answer_items(config, paths)
+    answer_items = load_answer_items(config, paths, skipped)
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
     needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
@@ -298,7 +289,7 @@ def run_eval(
             "items": {ds: len(v) for ds, v in items.items()},
             "queries": {ds: len(s.queries) for ds, s in sets.items()},
             "answer_items": {ds: len(v) for ds, v in answer_items.items()},
-            "skipped_rows": skipped_rows(config, paths),
+            "skipped_rows": skipped,
             "session": {"started": started, "seconds": round(summary.seconds, 1),
                         "conditions": summary.cost()},
         })  # fmt: skip
