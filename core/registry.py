@@ -19,6 +19,7 @@ SOURCES: dict[str, str] = {
     "disease-ontology": "corpora.sources.disease_ontology:DiseaseOntologySource",
     "ngc": "corpora.sources.ngc:NgcSource",
     "bioasq-snippets": "corpora.sources.bioasq:BioasqSnippetSource",
+    "pubmedqa-abstracts": "corpora.sources.pubmedqa:PubmedqaAbstractSource",
     "user-docs": "corpora.sources.user_docs:UserDocsSource",
 }
 

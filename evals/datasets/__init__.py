@@ -64,6 +64,7 @@ RETRIEVAL_LOADERS: dict[str, Callable[[Path], RetrievalSet]] = {
 
 FREE_TEXT_LOADERS: dict[str, Callable[[Paths], list[FreeTextItem]]] = {
     "bioasq-ideal": lambda paths: load_bioasq_ideal(paths.source_data / "bioasq_from_mirage"),
+    "bioasq-ideal-11b": lambda paths: load_bioasq_ideal(paths.source_data / "bioasq_from_mirage", "Task11B"),
     "pubmedqa-long": lambda paths: load_pubmedqa_long(paths.source_data / "pubmedqa"),
     "abstention-default": lambda paths: load_abstention(paths, "test"),  # needs the default index built
     "abstention-default-dev": lambda paths: load_abstention(paths, "dev"),

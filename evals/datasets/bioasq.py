@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from core.errors import ConfigError, SourceError
@@ -74,6 +74,11 @@ def normalise(text: str) -> str:
     return " ".join(_NOT_WORD.sub(" ", text.lower()).split())
 
 
+def task_of(row: Mapping[str, object]) -> str:
+    """The BioASQ task of a ``questions.jsonl`` row (``"Task11B"``), from its source file's name."""
+    return str(row.get("source_file", "")).split("GoldenEnriched")[0]
+
+
 def bioasq_rows(source_data: Path) -> list[dict[str, object]]:
     """The rows of ``bioasq_from_mirage/questions.jsonl``, each with its task (``"Task7B"``)."""
     path = source_data / "bioasq_from_mirage" / "questions.jsonl"
@@ -83,6 +88,6 @@ def bioasq_rows(source_data: Path) -> list[dict[str, object]]:
         )
     rows: list[dict[str, object]] = []
     for _, row in iter_jsonl(path):
-        row["task"] = str(row.get("source_file", "")).split("GoldenEnriched")[0]
+        row["task"] = task_of(row)
         rows.append(row)
     return rows

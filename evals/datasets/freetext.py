@@ -1,6 +1,8 @@
 """Free-text questions with a reference answer, for answer-quality metrics (faithfulness etc.).
 
-``bioasq-ideal``: BioASQ questions (all types) with their first expert "ideal answer".
+``bioasq-ideal``: BioASQ questions (all types) with their first expert "ideal answer";
+``bioasq-ideal-11b``: only those of Task 11B, the split no trained model of the project has seen
+(``training/`` reads Task 7B-10B), so it is the one to evaluate the shipped chain on.
 ``pubmedqa-long``: the PubMedQA PQA-L test questions with the abstract's conclusion
 (``LONG_ANSWER``) as the reference.
 """
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import SourceError
+from evals.datasets.bioasq import task_of
 from evals.datasets.qrels import require
 
 
@@ -24,8 +27,10 @@ class FreeTextItem:
     answerable: bool | None = None  # abstention sets: does the index hold the answer?
 
 
-def load_bioasq_ideal(root: Path) -> list[FreeTextItem]:
+def load_bioasq_ideal(root: Path, task: str | None = None) -> list[FreeTextItem]:
+    """Every question with its first ideal answer; with ``task`` (e.g. ``"Task11B"``) that task's only."""
     path = require(root / "questions.jsonl", "BioASQ questions")
+    dataset = "bioasq-ideal" if task is None else f"bioasq-ideal-{task.removeprefix('Task').lower()}"
     items: list[FreeTextItem] = []
     with path.open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
@@ -33,9 +38,11 @@ def load_bioasq_ideal(root: Path) -> list[FreeTextItem]:
                 continue
             try:
                 row = json.loads(line)
+                if task is not None and task_of(row) != task:
+                    continue
                 ideal = row.get("ideal_answer") or []
                 reference = ideal[0] if isinstance(ideal, list) and ideal else (ideal or None)
-                items.append(FreeTextItem("bioasq-ideal", str(row["id"]), " ".join(str(row["body"]).split()),
+                items.append(FreeTextItem(dataset, str(row["id"]), " ".join(str(row["body"]).split()),
                                           str(reference) if reference else None))  # fmt: skip
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise SourceError(f"{path}:{number}: expected a JSON object with 'id' and 'body'") from exc
