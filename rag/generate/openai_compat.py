@@ -1,31 +1,64 @@
-"""A generator behind any OpenAI-compatible chat server: vLLM, Ollama, llama.cpp's server, ...
+"""A generator behind any OpenAI-compatible chat server (vLLM, Ollama, llama.cpp's server, ...),
+on the official ``openai`` client (extra ``llm``).
 
-Only ``POST {base_url}/chat/completions`` is used (``base_url`` includes ``/v1``). Connection
-errors, 429 and 5xx are retried with exponential backoff (a server still loading its model, or a
-busy one); other 4xx are the caller's mistake and fail at once. Error messages name the server
-and what was wrong with its answer, never the prompt (it may hold a patient's question).
+Only ``POST {base_url}/chat/completions`` is used (``base_url`` includes ``/v1``). The client does
+the HTTP, the server-sent events (multi-line ``data:`` fields, comments, keep-alives) and the
+retries: connection errors, 408, 409, 429 and 5xx are retried ``retries`` times, waiting as long
+as the server's ``Retry-After`` asks (up to two minutes) or else its exponential backoff (0.5 s,
+doubling, at most 8 s, with jitter); other 4xx are the caller's mistake and fail at once.
+
+Three choices are medcite's own. A timeout is not retried: a server too slow once is asked
+again only to double the wait (the client's HTTP session raises the client's own timeout error,
+which its retry loop passes on as is). ``timeout_s`` bounds a whole streamed answer, not only each
+read. And the API key is always given to the client (a placeholder when there is none), so it
+never picks up ``OPENAI_API_KEY`` from the environment and sends it to a self-hosted server.
+
+Every failure is a :class:`GeneratorError` (:class:`GeneratorTimeout` for timeouts) whose message
+names the server, what went wrong and what to check; never the prompt (it may hold a patient's
+question).
 """
 
 from __future__ import annotations
 
-import json
 import time
+import warnings
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-import httpx
-
-from core.errors import GeneratorError, GeneratorTimeout
+from core.errors import GeneratorError, GeneratorTimeout, require
 from core.types import Generation, Message
 from rag.generate.backend import Deadline, candidate_forms, chat_messages, generation, logsumexp
+
+require("openai", package="openai", extra="llm")
+
+import httpx2  # noqa: E402  (the HTTP library of openai>=3)
+import openai  # noqa: E402
 
 __all__ = ["OpenAICompatGenerator"]
 
 _TOP_LOGPROBS = 20  # the most OpenAI (and vLLM) allow
+_NO_KEY = "sk-no-key-required"  # what llama.cpp's server documents for a server without keys
+_RETRIED = {408, 409, 429}  # and every 5xx: the statuses the client retries
+
+
+class _TimeoutsEndTheCall(openai.DefaultHttpxClient):
+    """The client's default HTTP session, except that a timeout raises the client's own
+    :class:`openai.APITimeoutError`, which its retry loop re-raises instead of retrying."""
+
+    def send(self, request: httpx2.Request, **kwargs: Any) -> httpx2.Response:
+        try:
+            return super().send(request, **kwargs)
+        except httpx2.TimeoutException as exc:
+            raise openai.APITimeoutError(request=request) from exc
 
 
 class OpenAICompatGenerator:
-    """A :class:`rag.protocols.Generator` over HTTP; thread-safe (one pooled ``httpx.Client``)."""
+    """A :class:`rag.protocols.Generator` over HTTP; thread-safe (one pooled client).
+
+    ``backoff_s`` is accepted for older callers and ignored: the client's backoff (or the
+    server's ``Retry-After``) decides the waits between retries.
+    """
 
     def __init__(
         self,
@@ -35,16 +68,27 @@ class OpenAICompatGenerator:
         api_key: str | None = None,
         timeout_s: float = 60,
         retries: int = 2,
-        backoff_s: float = 0.5,
+        backoff_s: float | None = None,
     ) -> None:
+        if backoff_s is not None:
+            warnings.warn(
+                "OpenAICompatGenerator(backoff_s=...) is ignored: the openai client waits as the "
+                "server's Retry-After asks, or with its own exponential backoff; drop the argument",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = f"openai-compat:{model}"
         self.timeout_s = timeout_s
         self.retries = retries
-        self.backoff_s = backoff_s
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self._client = openai.OpenAI(
+            base_url=self.base_url,
+            api_key=api_key or _NO_KEY,
+            timeout=timeout_s,
+            max_retries=retries,
+            http_client=_TimeoutsEndTheCall(timeout=timeout_s),
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -60,20 +104,21 @@ class OpenAICompatGenerator:
         stop: Sequence[str] = (),
     ) -> Generation:
         start = time.perf_counter()
-        body = self._json(self._post(self._payload(messages, max_tokens, temperature, stop), stream=False))
-        try:
-            choice = body["choices"][0]
-            text = choice["message"]["content"]
-            usage = body.get("usage") or {}  # optional in the protocol; Ollama and vLLM send it
-            prompt_tokens, completion_tokens = (
-                int(usage.get("prompt_tokens", 0)),
-                int(usage.get("completion_tokens", 0)),
+        with self._errors(not_json="is not JSON"):
+            reply = self._client.chat.completions.create(
+                **self._request(messages, max_tokens, temperature, stop), stream=False
             )
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        try:
+            choice = reply.choices[0]
+            text = choice.message.content
+        except (IndexError, AttributeError, TypeError) as exc:
             raise self._malformed("has no choices[0].message.content", exc) from exc
         if not isinstance(text, str):
             raise self._malformed("has a non-text choices[0].message.content")
-        return generation(text, prompt_tokens, completion_tokens, start, choice.get("finish_reason"))
+        usage = reply.usage  # optional in the protocol; Ollama and vLLM send it
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        return generation(text, prompt_tokens, completion_tokens, start, choice.finish_reason)
 
     def stream(
         self,
@@ -83,53 +128,55 @@ class OpenAICompatGenerator:
         temperature: float = 0.0,
         stop: Sequence[str] = (),
     ) -> Iterator[str]:
-        """Yield the ``delta.content`` of each server-sent event until ``data: [DONE]``."""
+        """Yield the ``delta.content`` of each event; the stream must end with a finish reason."""
         deadline = Deadline(self.timeout_s)
-        response = self._post(
-            self._payload(messages, max_tokens, temperature, stop, stream=True), stream=True
-        )
-        try:
-            kind = response.headers.get("content-type", "")
-            if not kind.startswith("text/event-stream"):
-                raise self._malformed(
-                    f"to a streaming request is {kind or 'untyped'}, not server-sent events"
-                )
-            for line in response.iter_lines():
-                if deadline.passed():
-                    raise self._timeout()
-                if not line.startswith("data:"):
-                    continue  # blank separators, ": keep-alive" comments, event:/id: fields
-                data = line[len("data:") :].strip()
-                if data == "[DONE]":
-                    return
-                piece = self._delta(data)
-                if piece:
-                    yield piece
-            # Without [DONE] the server stopped part-way: what came may be a cut-off answer.
-            raise self._malformed("ended before `data: [DONE]`, so the answer may be cut off")
-        except httpx.TimeoutException as exc:
-            raise self._timeout() from exc
-        except httpx.TransportError as exc:
-            raise GeneratorError(f"{self.base_url} dropped the stream: {exc}") from exc
-        finally:
-            response.close()
+        finished = False
+        with self._errors(not_json="streamed an event that is not JSON"):
+            events = self._client.chat.completions.create(
+                **self._request(messages, max_tokens, temperature, stop), stream=True
+            )
+            with events:
+                kind = events.response.headers.get("content-type", "")
+                if not kind.startswith("text/event-stream"):
+                    raise self._malformed(
+                        f"to a streaming request is {kind or 'untyped'}, not server-sent events"
+                    )
+                for chunk in events:
+                    if deadline.passed():
+                        raise self._timeout()
+                    if not chunk.choices:
+                        continue  # a usage-only chunk
+                    try:
+                        choice = chunk.choices[0]
+                        piece = choice.delta.content
+                    except (AttributeError, TypeError) as exc:
+                        raise self._malformed("streamed an event without choices[0].delta", exc) from exc
+                    if isinstance(piece, str) and piece:
+                        yield piece
+                    finished = finished or choice.finish_reason is not None
+        if not finished:  # the server stopped part-way: what came may be a cut-off answer
+            raise self._malformed(
+                "ended before its last event (a finish_reason, then `data: [DONE]`), "
+                "so the answer may be cut off"
+            )
 
     def next_token_logprobs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:
         """One-token completion with ``top_logprobs``; a candidate (bare or space-prefixed)
         absent from the server's top 20 gets ``-inf``."""
-        payload = self._payload(messages, 1, 0.0, ())
-        payload.update(logprobs=True, top_logprobs=_TOP_LOGPROBS)
-        body = self._json(self._post(payload, stream=False))
+        with self._errors(not_json="is not JSON"):
+            reply = self._client.chat.completions.create(
+                **self._request(messages, 1, 0.0, ()), stream=False, logprobs=True, top_logprobs=_TOP_LOGPROBS
+            )
         try:
-            logprobs = body["choices"][0].get("logprobs")
-            content = logprobs.get("content") if isinstance(logprobs, dict) else None
+            logprobs = reply.choices[0].logprobs
+            content = logprobs.content if logprobs is not None else None
             if not content:
                 raise GeneratorError(
                     f"{self.base_url} returned no logprobs for model {self.model}; this server does not "
                     "support logprobs: use one that does (vLLM, llama.cpp server) or the llama.cpp backend"
                 )
-            top = {str(t["token"]): float(t["logprob"]) for t in content[0]["top_logprobs"]}
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            top = {str(t.token): float(t.logprob) for t in content[0].top_logprobs}
+        except (IndexError, AttributeError, TypeError, ValueError) as exc:
             raise self._malformed("has no choices[0].logprobs.content[0].top_logprobs", exc) from exc
         return {c: logsumexp([top[form] for form in candidate_forms(c) if form in top]) for c in candidates}
 
@@ -141,86 +188,53 @@ class OpenAICompatGenerator:
             "model": self.model,
         }
 
-    # -- HTTP ----------------------------------------------------------------------------------
+    # -- the client's errors as medcite's ------------------------------------------------------
 
-    def _payload(
-        self,
-        messages: Sequence[Message],
-        max_tokens: int,
-        temperature: float,
-        stop: Sequence[str],
-        *,
-        stream: bool = False,
+    def _request(
+        self, messages: Sequence[Message], max_tokens: int, temperature: float, stop: Sequence[str]
     ) -> dict[str, Any]:
-        payload: dict[str, Any] = {
+        request: dict[str, Any] = {
             "model": self.model,
             "messages": chat_messages(messages),
             "max_tokens": max_tokens,
             "temperature": temperature,
-            "stream": stream,
         }
         if stop:
-            payload["stop"] = list(stop)
-        return payload
+            request["stop"] = list(stop)
+        return request
 
-    def _post(self, payload: dict[str, Any], *, stream: bool) -> httpx.Response:
-        """POST with retries; returns a 2xx response (open, when streaming)."""
-        url = f"{self.base_url}/chat/completions"
-        problem = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(self.backoff_s * 2 ** (attempt - 1))
-            try:
-                response = self._client.send(
-                    self._client.build_request("POST", url, json=payload), stream=stream
-                )
-            except httpx.TimeoutException as exc:
-                raise self._timeout() from exc
-            except httpx.TransportError as exc:  # refused, reset, unresolvable: worth another try
-                problem = f"cannot connect ({type(exc).__name__}: {exc})"
-                continue
-            if response.status_code < 400:
-                return response
-            detail = self._server_message(response)
-            response.close()
-            problem = f"HTTP {response.status_code}{detail}"
-            if response.status_code != 429 and response.status_code < 500:
-                raise GeneratorError(
-                    f"{url} refused the request: {problem}; check the model name and settings"
-                )
-        raise GeneratorError(
-            f"{url} failed after {self.retries + 1} attempts: {problem}; check that the server is running "
-            "and has loaded its model"
-        )
-
-    def _json(self, response: httpx.Response) -> dict[str, Any]:
+    @contextmanager
+    def _errors(self, *, not_json: str) -> Iterator[None]:
+        """Turn the client's exceptions (and a body that is not JSON) into medcite's errors."""
         try:
-            body = response.json()
-        except httpx.TimeoutException as exc:
+            yield
+        except openai.APITimeoutError as exc:  # before APIConnectionError: it is a subclass
             raise self._timeout() from exc
-        except ValueError as exc:
-            raise self._malformed(f"is not JSON ({len(response.content)} bytes)", exc) from exc
-        if not isinstance(body, dict):
-            raise self._malformed(f"is JSON but not an object ({type(body).__name__})")
-        return body
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise GeneratorError(
+                f"cannot connect to {self.base_url} ({type(cause).__name__}: {cause}) after "
+                f"{self.retries + 1} attempts; check the base URL and that the server is running"
+            ) from exc
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from exc
+        except openai.APIError as exc:  # an error event inside a stream
+            raise GeneratorError(
+                f"{self.base_url} reported an error{_detail(exc.body)}; check the server's log"
+            ) from exc
+        except ValueError as exc:  # the body (or one event) does not parse as JSON
+            raise self._malformed(not_json, exc) from exc
 
-    def _delta(self, data: str) -> str:
-        try:
-            piece = json.loads(data)["choices"][0].get("delta", {}).get("content")
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
-            raise self._malformed("streamed an event without choices[0].delta", exc) from exc
-        return piece if isinstance(piece, str) else ""
-
-    @staticmethod
-    def _server_message(response: httpx.Response) -> str:
-        """The server's own short explanation, if it gave one (capped: it is shown to users)."""
-        try:
-            response.read()
-            error = response.json().get("error")
-            message = error.get("message") if isinstance(error, dict) else error
-        except (ValueError, AttributeError, httpx.HTTPError):
-            return ""
-        return f": {str(message)[:200]}" if message else ""
+    def _status_error(self, exc: openai.APIStatusError) -> GeneratorError:
+        url, status = f"{self.base_url}/chat/completions", exc.status_code
+        problem = f"HTTP {status}{_detail(exc.body)}"
+        if status in _RETRIED or status >= 500:
+            return GeneratorError(
+                f"{url} failed after {self.retries + 1} attempts: {problem}; check that the server is "
+                "running, has loaded its model and is not overloaded"
+            )
+        advice = "check the API key" if status in {401, 403} else "check the model name and settings"
+        return GeneratorError(f"{url} refused the request: {problem}; {advice}")
 
     def _malformed(self, what: str, exc: Exception | None = None) -> GeneratorError:
         cause = f" ({type(exc).__name__})" if exc else ""
@@ -234,3 +248,9 @@ class OpenAICompatGenerator:
             f"{self.base_url} did not answer within {self.timeout_s} s; "
             "raise timeout_s or check the server's load"
         )
+
+
+def _detail(body: object) -> str:
+    """The server's own short explanation, if it gave one (capped: it is shown to users)."""
+    message = body.get("message") if isinstance(body, dict) else body
+    return f": {str(message)[:200]}" if message else ""

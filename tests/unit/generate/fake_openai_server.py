@@ -1,10 +1,16 @@
 """A tiny OpenAI-shaped chat server on 127.0.0.1 for tests, told per request how to behave.
 
 Behaviours (queued with :meth:`FakeOpenAIServer.then`, default ``ok``): ``ok`` answers normally
-(streaming when the request asks), ``slow`` sleeps before answering, ``500``/``429``/``400``
-answer with that status, ``garbage`` answers 200 with a non-JSON body, ``shape`` answers JSON
-without choices, ``no_logprobs`` answers without logprobs, ``bad_event`` streams a broken event,
-``cut`` streams the reply but closes the connection before ``data: [DONE]``.
+(streaming when the request asks, the last event with a finish reason, then ``data: [DONE]``),
+``slow`` sleeps before answering, ``500``/``429``/``400`` answer with that status,
+``retry_after`` answers 429 with ``Retry-After: 1``, ``garbage`` answers 200 with a non-JSON
+body, ``shape`` answers JSON without choices, ``no_logprobs`` answers without logprobs,
+``bad_event`` streams a broken event, ``error_event`` an OpenAI-style error event, ``cut``
+streams the reply but closes the connection before its finish reason and ``data: [DONE]``,
+``multiline`` streams events whose JSON is split over several ``data:`` lines, with comment
+lines inside and comment-only keep-alive blocks between (all valid SSE; no ``id:`` field: after
+one, openai 3.57's decoder turns a later comment-only block into an empty event and fails on it).
+Every request is recorded with its path, body, headers and arrival time (``time.monotonic``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class FakeOpenAIServer:
         self.behaviours: deque[str] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.arrivals: list[float] = []
         self.slow_s = slow_s
         server = self
 
@@ -45,9 +52,10 @@ class FakeOpenAIServer:
                 pass
 
             def do_POST(self) -> None:
+                server.arrivals.append(time.monotonic())
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 server.requests.append({"path": self.path, **body})
-                server.headers.append(dict(self.headers))
+                server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 server.respond(self, body, server.behaviours.popleft() if server.behaviours else "ok")
 
         self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
@@ -74,12 +82,15 @@ class FakeOpenAIServer:
             time.sleep(self.slow_s)
         if behaviour in {"500", "429", "400"}:
             return self.send(h, int(behaviour), {"error": {"message": f"status {behaviour} on purpose"}})
+        if behaviour == "retry_after":
+            error = {"error": {"message": "busy, come back in a second"}}
+            return self.send(h, 429, error, headers={"Retry-After": "1"})
         if behaviour == "garbage":
             return self.send(h, 200, b"<html>not json</html>")
         if behaviour == "shape":
             return self.send(h, 200, {"object": "chat.completion", "choices": []})
         if body.get("stream"):
-            return self.stream(h, broken=behaviour == "bad_event", cut=behaviour == "cut")
+            return self.stream(h, behaviour)
         choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": "".join(REPLY)}}
         choice["finish_reason"] = "stop"
         if body.get("logprobs") and behaviour != "no_logprobs":
@@ -88,26 +99,43 @@ class FakeOpenAIServer:
         return self.send(h, 200, {"object": "chat.completion", "choices": [choice], "usage": usage})
 
     @staticmethod
-    def send(h: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+    def send(
+        h: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None
+    ) -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         h.send_response(status)
         h.send_header("Content-Type", "application/json")
         h.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            h.send_header(name, value)
         h.end_headers()
         h.wfile.write(data)
 
     @staticmethod
-    def stream(h: BaseHTTPRequestHandler, *, broken: bool, cut: bool = False) -> None:
+    def stream(h: BaseHTTPRequestHandler, behaviour: str) -> None:
         h.send_response(200)
         h.send_header("Content-Type", "text/event-stream")
         h.end_headers()
-        events = [{"choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
-        events += [{"choices": [{"index": 0, "delta": {"content": piece}}]} for piece in REPLY]
+        events = [{"choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}]
+        events += [
+            {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]} for piece in REPLY
+        ]
+        last = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
         h.wfile.write(b": keep-alive\n\n")
         for event in events:
-            h.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
-        if broken:
+            if behaviour == "multiline":  # one JSON object over several data: lines (joined by "\n")
+                text = json.dumps(event, indent=1)
+                lines = [f"data: {line}\n" for line in text.split("\n")]
+                lines.insert(len(lines) // 2, ": still generating\n")  # a comment inside an event
+                h.wfile.write(("event: message\n" + "".join(lines) + "\n").encode())
+                h.wfile.write(b":\n\n: keep-alive\n\n")  # comment-only blocks, as proxies send
+            else:
+                h.wfile.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+        if behaviour == "bad_event":
             h.wfile.write(b"data: {not json\n\n")
-        if not cut:
+        if behaviour == "error_event":
+            h.wfile.write(b'data: {"error": {"message": "out of memory on purpose"}}\n\n')
+        if behaviour != "cut":
+            h.wfile.write(b"data: " + json.dumps(last).encode() + b"\n\n")
             h.wfile.write(b"data: [DONE]\n\n")
         h.wfile.flush()
