@@ -1,5 +1,10 @@
 """One place that turns exceptions into HTTP statuses with OpenAI-style error bodies.
 
+Every error body is ``{"error": {"message", "type", "param", "code"}}``. A body that fails
+schema validation is a 400 ``invalid_request_error`` as at OpenAI (not FastAPI's 422), with
+``param`` naming the field (``messages.0.role``) and ``code`` saying what is wrong with it
+(``missing_required_parameter``, ``invalid_type``, ``invalid_value``, ``unknown_parameter``,
+``unsupported_parameter``, ``unsupported_value``); malformed JSON is a 400 ``invalid_json``.
 Clients never see a stack trace: unexpected exceptions become a 500 that names the request id,
 and the trace goes to the server log under the same id.
 """
@@ -28,29 +33,42 @@ from core.errors import (
 
 log = logging.getLogger("medcite.api")
 
-# Most specific first: the first matching class decides the status.
-STATUS: list[tuple[type[BaseException], int, str]] = [
-    (QueueTimeoutError, 503, "server_busy"),
-    (QueueFullError, 429, "rate_limit_exceeded"),
-    (UnknownModelError, 404, "model_not_found"),
-    (QueryError, 400, "invalid_request_error"),
-    (ConfigError, 400, "invalid_request_error"),
-    (GeneratorTimeout, 504, "timeout"),
-    (GeneratorError, 503, "generator_unavailable"),
-    (ModelError, 503, "generator_unavailable"),
-    (IndexStoreError, 503, "index_unavailable"),
-    (MedciteError, 500, "server_error"),
+# Most specific first: the first matching class decides the status, the error type and its code.
+STATUS: list[tuple[type[BaseException], int, str, str]] = [
+    (QueueTimeoutError, 503, "server_busy", "server_busy"),
+    (QueueFullError, 429, "rate_limit_exceeded", "rate_limit_exceeded"),
+    (UnknownModelError, 404, "invalid_request_error", "model_not_found"),  # as OpenAI answers
+    (QueryError, 400, "invalid_request_error", "invalid_request_error"),
+    (ConfigError, 400, "invalid_request_error", "invalid_request_error"),
+    (GeneratorTimeout, 504, "timeout", "timeout"),
+    (GeneratorError, 503, "generator_unavailable", "generator_unavailable"),
+    (ModelError, 503, "generator_unavailable", "generator_unavailable"),
+    (IndexStoreError, 503, "index_unavailable", "index_unavailable"),
+    (MedciteError, 500, "server_error", "server_error"),
 ]
+# The parameter an exception is about, where one is.
+PARAM: dict[type[BaseException], str] = {UnknownModelError: "model"}
 
 
 class ApiError(Exception):
     """An HTTP-level refusal raised by the API itself (auth, limits)."""
 
-    def __init__(self, status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str,
+        headers: dict[str, str] | None = None,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
         self.headers = headers or {}
+        self.code = code or kind
+        self.param = param
 
 
 def error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
@@ -61,11 +79,72 @@ def classify(exc: BaseException) -> tuple[int, str, dict[str, str]]:
     """Status, error type and extra headers for an exception raised while answering."""
     if isinstance(exc, ApiError):
         return exc.status, exc.kind, exc.headers
-    for cls, status, kind in STATUS:
+    for cls, status, kind, _ in STATUS:
         if isinstance(exc, cls):
             headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, QueueFullError) else {}
             return status, kind, headers
     return 500, "server_error", {}
+
+
+def code_and_param(exc: BaseException) -> tuple[str, str | None]:
+    """The error body's ``code`` and ``param`` for an exception (``classify`` gives its type)."""
+    if isinstance(exc, ApiError):
+        return exc.code, exc.param
+    param = next((p for cls, p in PARAM.items() if isinstance(exc, cls)), None)
+    for cls, _, _, code in STATUS:
+        if isinstance(exc, cls):
+            return code, param
+    return "server_error", param
+
+
+# pydantic error types -> OpenAI error codes; a type not listed is "invalid_value"
+_CODES = {
+    "missing": "missing_required_parameter",
+    "extra_forbidden": "unknown_parameter",
+    "unsupported_parameter": "unsupported_parameter",
+    "unsupported_value": "unsupported_value",
+    "json_invalid": "invalid_json",
+}
+# pydantic names union members in an error's location ("str", "list[TextPart]", "constrained-str");
+# no field name looks like one
+_UNION_TAGS = {"str", "int", "float", "bool", "none", "list", "dict"}
+
+
+def error_code(pydantic_type: str) -> str:
+    """The OpenAI-style ``code`` for a pydantic validation error type."""
+    if pydantic_type in _CODES:
+        return _CODES[pydantic_type]
+    if pydantic_type.endswith(("_type", "_parsing")) or pydantic_type == "is_instance_of":
+        return "invalid_type"
+    return "invalid_value"
+
+
+def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "messages", 0, "role")`` -> ``"messages.0.role"`` (union member tags left out)."""
+    parts = [
+        str(p) for p in loc[1 if loc and loc[0] == "body" else 0 :]
+        if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p or "-" in p or p[:1].isupper()))
+    ]  # fmt: skip
+    return ".".join(parts)
+
+
+def validation_error_body(errors: list[Any]) -> dict[str, Any]:
+    """The 400 body for a request that failed schema validation.
+
+    ``param`` and ``code`` come from the error deepest in the body: of a union's failed members
+    (``stop`` as a string, as a list), the one that got furthest says what is wrong.
+    """
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_body(
+            "the request body is not valid JSON; send a JSON object with Content-Type: application/json",
+            "invalid_request_error", code="invalid_json",
+        )  # fmt: skip
+    first: dict[str, Any] = max(errors, key=lambda e: len(e.get("loc", ())), default={})
+    param = field_path(first.get("loc", ())) or None
+    ordered = [first, *(e for e in errors if e is not first)][:5]
+    problems = "; ".join(f"{field_path(e.get('loc', ())) or 'body'}: {e.get('msg')}" for e in ordered)
+    code = error_code(str(first.get("type", "")))
+    return error_body(f"invalid request: {problems}", "invalid_request_error", code=code, param=param)
 
 
 def public_message(exc: BaseException, request_id: str) -> str:
@@ -83,24 +162,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(MedciteError)
     async def _known(request: Request, exc: Exception) -> JSONResponse:
         status, kind, headers = classify(exc)
+        code, param = code_and_param(exc)
         if status >= 500:
             log.warning("request %s failed: %s: %s", request_id_of(request), type(exc).__name__, exc)
-        return JSONResponse(error_body(str(exc), kind), status_code=status, headers=headers)
+        return JSONResponse(error_body(str(exc), kind, code, param), status_code=status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = exc.errors()
-        if any(e.get("type") == "json_invalid" for e in errors):
-            not_json = error_body("the request body is not valid JSON", "invalid_request_error")
-            return JSONResponse(not_json, status_code=400)
-        first = errors[0] if errors else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg')}"
-            for e in errors[:5]
-        )
-        body = error_body(f"invalid request: {problems}", "invalid_request_error", param=where or None)
-        return JSONResponse(body, status_code=422)
+        return JSONResponse(validation_error_body(list(exc.errors())), status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -67,7 +67,14 @@ class BodyTooLarge(HTTPException):
 
 
 class BodyLimit:
-    """Refuse request bodies over ``max_bytes`` with 413, by header or by counting a chunked body."""
+    """Refuse request bodies over ``max_bytes`` with 413, by header or by counting a chunked body.
+
+    Not FastAPI's own ``FastAPI(max_body_size=...)`` (fastapi >= 0.164.0): for a body whose
+    Content-Length is over the limit, Starlette's limiter under it replaces whatever response the
+    app sends with a plain-text "Content Too Large", and it runs outside every user middleware,
+    so that 413 carries neither medcite's OpenAI-style error body nor an X-Request-ID
+    (tests/api/test_server.py checks both, by length and chunked).
+    """
 
     def __init__(self, app: Any, max_bytes: int) -> None:
         self.app = app

@@ -53,6 +53,9 @@ class PipelineSettings:
     sentence_budget: int | None = _PROFILE.rerank.sentence_budget
     max_tokens: int = _PROFILE.generator.max_tokens
     temperature: float = _PROFILE.generator.temperature
+    # The answer's generation ends before the first of these (an API client's ``stop``); the
+    # support gate and citation parser then see only the text before it, as a client does.
+    stop: tuple[str, ...] = ()
     reformulation: str = _PROFILE.reformulation.kind  # "none" | "rewrite" | "hyde"
     reformulation_tokens: int = _PROFILE.reformulation.max_tokens
     filters: Filters = field(default_factory=Filters)
@@ -130,7 +133,7 @@ class Pipeline:
         self._sentences = _sentence_model(reranker, self.settings.sentence_budget)
 
     def with_settings(self, **changes: Any) -> Pipeline:
-        """The same components with some settings changed (per-request max_tokens, temperature)."""
+        """The same components with some settings changed (per-request max_tokens, temperature, stop)."""
         return Pipeline(
             self.retriever, self.reranker, self.generator, verifier=self.verifier,
             settings=dataclasses.replace(self.settings, **changes),
@@ -335,13 +338,15 @@ class Pipeline:
         if not stream_tokens:
             try:
                 generation: Generation = self.generator.generate(
-                    messages, max_tokens=s.max_tokens, temperature=s.temperature
+                    messages, max_tokens=s.max_tokens, temperature=s.temperature, stop=s.stop
                 )
             finally:
                 _add(clock, "generate", time.perf_counter() - start)
             return generation.text, _usage(generation)
         pieces: list[str] = []
-        stream = self.generator.stream(messages, max_tokens=s.max_tokens, temperature=s.temperature)
+        stream = self.generator.stream(
+            messages, max_tokens=s.max_tokens, temperature=s.temperature, stop=s.stop
+        )
         # A generator's stream may return its token usage (StopIteration.value); `yield from`
         # would hide the pieces, so iterate by hand.
         try:

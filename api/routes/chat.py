@@ -33,8 +33,9 @@ from rag.generate.prompts import abstain_token
 router = APIRouter()
 log = logging.getLogger("medcite.api")
 
+# A body that fails schema validation is a 400, as at OpenAI (not FastAPI's 422).
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503, 504)
+    code: {"model": ErrorBody} for code in (400, 401, 404, 413, 429, 503, 504)
 }
 # One server-sent event: `data` is a chat.completion.chunk or an error object as JSON, or [DONE].
 SSE_EVENT: dict[str, Any] = {
@@ -59,7 +60,10 @@ def split_turns(messages: list[ChatMessageIn], limits: ApiSettings) -> tuple[str
             413, f"{len(messages)} messages is over the limit of {limits.max_messages}", "request_too_large"
         )
     if messages[-1].role != "user":
-        raise ApiError(400, "the last message must be the user's question", "invalid_request_error", {})
+        raise ApiError(
+            400, "the last message must be the user's question", "invalid_request_error",
+            code="invalid_value", param=f"messages.{len(messages) - 1}.role",
+        )  # fmt: skip
     question = messages[-1].text()
     if len(question) > limits.max_question_chars:
         raise ApiError(
@@ -71,15 +75,19 @@ def split_turns(messages: list[ChatMessageIn], limits: ApiSettings) -> tuple[str
 
 
 def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSettings) -> dict[str, Any]:
+    """The request's changes to the pipeline's settings: token budget, temperature, stop sequences."""
     max_tokens = body.max_completion_tokens or body.max_tokens or default_tokens
     if max_tokens > limits.max_tokens:
+        field = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
         raise ApiError(
-            400, f"max_tokens={max_tokens} is over this server's limit of {limits.max_tokens}",
-            "invalid_request_error",
+            400, f"{field}={max_tokens} is over this server's limit of {limits.max_tokens}",
+            "invalid_request_error", code="invalid_value", param=field,
         )  # fmt: skip
     changes: dict[str, Any] = {"max_tokens": max_tokens}
     if body.temperature is not None:
         changes["temperature"] = body.temperature
+    if body.stop is not None:
+        changes["stop"] = body.stop_sequences()  # the generator ends before the first one
     return changes
 
 

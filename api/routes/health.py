@@ -1,4 +1,4 @@
-"""Liveness, readiness and the model list (served pipeline profiles)."""
+"""Liveness, readiness, and the served pipeline profiles as OpenAI models (list and one by id)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from api.deps import StateDep, require_client
 from api.schemas import ErrorBody, Health, ModelList, ModelOut, Ready
+from api.state import Served, ServerState, UnknownModelError
 
 router = APIRouter()
 
@@ -39,9 +40,24 @@ def ready(state: StateDep) -> JSONResponse:
 )
 def models(state: StateDep) -> ModelList:
     """The pipeline profiles this server answers with; pass one as ``model``."""
-    return ModelList(
-        data=[
-            ModelOut(id=name, created=int(state.started), description=s.assembled.profile.description)
-            for name, s in state.served.items()
-        ]
-    )
+    return ModelList(data=[model_out(state, s) for s in state.served.values()])
+
+
+@router.get(
+    "/v1/models/{model_id:path}",  # ":path": an id with a slash is an unknown model, not a 404 route
+    response_model=ModelOut,
+    dependencies=[Depends(require_client)],
+    responses={code: {"model": ErrorBody} for code in (401, 404, 429)},
+    tags=["openai"],
+)
+def model(model_id: str, state: StateDep) -> ModelOut:
+    """One served profile, as an item of ``GET /v1/models``; 404 ``model_not_found`` otherwise."""
+    if not model_id:  # "/v1/models/": state.get("") would name the default profile
+        raise UnknownModelError("no model id given; GET /v1/models lists the served ones")
+    return model_out(state, state.get(model_id))
+
+
+def model_out(state: ServerState, served: Served) -> ModelOut:
+    """OpenAI's Model object for a served profile (``description`` is medcite's addition)."""
+    description = served.assembled.profile.description
+    return ModelOut(id=served.name, created=int(state.started), description=description)

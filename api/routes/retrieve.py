@@ -22,14 +22,14 @@ router = APIRouter()
     "/v1/retrieve",
     response_model=RetrieveResponse,
     dependencies=[Depends(require_client)],
-    responses={code: {"model": ErrorBody} for code in (400, 401, 404, 413, 422, 429, 503)},
+    responses={code: {"model": ErrorBody} for code in (400, 401, 404, 413, 429, 503)},
     tags=["medcite"],
 )
 async def retrieve(body: RetrieveRequest, state: StateDep) -> RetrieveResponse:
     limits = state.settings
     if body.k > limits.max_k:
         over = f"k={body.k} is over this server's limit of {limits.max_k}"
-        raise ApiError(400, over, "invalid_request_error")
+        raise ApiError(400, over, "invalid_request_error", code="invalid_value", param="k")
     if len(body.query) > limits.max_question_chars:
         raise ApiError(
             413, f"the query has {len(body.query)} characters, over the limit of {limits.max_question_chars}",

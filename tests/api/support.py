@@ -6,13 +6,18 @@ a scripted stand-in whose timing the tests control (the real model is in tests/e
 
 from __future__ import annotations
 
+import codecs
+import json
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import httpx
+import openai
 import uvicorn
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from api.main import create_app
 from api.settings import ApiSettings
@@ -36,6 +41,8 @@ class ScriptedGenerator:
     ``gate``: each stream waits for it before the first piece (to hold the model busy).
     ``timeout_after``: raise GeneratorTimeout after this many pieces (0: before any).
     Records how many pieces each stream yielded and whether the stream was closed early.
+    Honours ``stop`` as llama.cpp does: the reply ends before the first stop sequence, which is
+    never yielded; the stop sequences of each call are recorded.
     """
 
     name = "scripted"
@@ -46,15 +53,18 @@ class ScriptedGenerator:
         self.gate: threading.Event | None = None
         self.timeout_after: int | None = None
         self.streams: list[dict[str, Any]] = []
+        self.stops: list[tuple[str, ...]] = []
         self.lock = threading.Lock()
 
     def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
         record = {"pieces": 0, "closed_early": False, "finished": False, "started": time.monotonic()}
         self.streams.append(record)
+        self.stops.append(tuple(stop))
         with self.lock:  # one at a time, like llama.cpp
             if self.gate is not None:
                 self.gate.wait(timeout=30)
-            words = self.reply.split(" ")
+            ends = [self.reply.find(s) for s in stop if s in self.reply]
+            words = self.reply[: min(ends, default=len(self.reply))].split(" ")
             try:
                 for n, word in enumerate(words):
                     if self.timeout_after is not None and n >= self.timeout_after:
@@ -69,7 +79,7 @@ class ScriptedGenerator:
         return {"prompt_tokens": 100, "completion_tokens": record["pieces"]}
 
     def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
-        text = "".join(self.stream(messages, max_tokens=max_tokens))
+        text = "".join(self.stream(messages, max_tokens=max_tokens, stop=stop))
         return Generation(text=text, prompt_tokens=100, completion_tokens=len(text.split()), seconds=0.0)
 
     def next_token_logprobs(self, messages, candidates):
@@ -105,6 +115,73 @@ def scripted_assembler(paths: Paths, generator: ScriptedGenerator, verifier: Scr
         return Assembled(pipeline=pipeline, index=index, profile=profile)
 
     return assemble
+
+
+def conforming_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` after checking it is an OpenAI chat.completion (medcite's extra fields allowed)."""
+    ChatCompletion.model_validate(body)
+    return body
+
+
+def conforming_events(text: str) -> list[dict[str, Any] | str]:
+    """The ``data`` of each server-sent event, each chunk checked against OpenAI's
+    chat.completion.chunk (error events aside); ``[DONE]`` stays a string."""
+    events: list[dict[str, Any] | str] = []
+    for block in text.split("\n\n"):
+        data = "".join(line[len("data: ") :] for line in block.splitlines() if line.startswith("data: "))
+        if not data:
+            continue
+        if data == "[DONE]":
+            events.append(data)
+            continue
+        event = json.loads(data)
+        if "error" not in event:
+            ChatCompletionChunk.model_validate(event)
+        events.append(event)
+    return events
+
+
+class _CheckedEvents(httpx.SyncByteStream):
+    """A streamed response passed through unchanged, each complete event checked on the way."""
+
+    def __init__(self, inner: httpx.SyncByteStream) -> None:
+        self.inner = inner
+        self.pending = ""
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+
+    def __iter__(self) -> Iterator[bytes]:
+        for raw in self.inner:
+            self.pending += self.decoder.decode(raw)
+            complete, _, self.pending = self.pending.rpartition("\n\n")
+            conforming_events(complete)
+            yield raw
+        conforming_events(self.pending)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class ConformingTransport(httpx.HTTPTransport):
+    """Checks every chat completion the official client receives against ``openai.types``: a
+    200 JSON body as ChatCompletion, each streamed chunk as ChatCompletionChunk."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if not request.url.path.endswith("/chat/completions") or response.status_code != 200:
+            return response
+        if response.headers.get("content-type", "").startswith("text/event-stream"):
+            assert isinstance(response.stream, httpx.SyncByteStream)
+            response.stream = _CheckedEvents(response.stream)
+            return response
+        response.read()
+        conforming_completion(response.json())
+        return response
+
+
+def client(url: str, key: str = KEY) -> openai.OpenAI:
+    """The official client, with every chat completion it receives checked against openai.types."""
+    http = httpx.Client(transport=ConformingTransport(), timeout=30)
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=30, http_client=http)
 
 
 @contextmanager

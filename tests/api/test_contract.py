@@ -17,6 +17,7 @@ OPERATIONS = [
     ("/health", "GET"),
     ("/ready", "GET"),
     ("/v1/models", "GET"),
+    ("/v1/models/{model_id}", "GET"),
     ("/v1/retrieve", "POST"),
     ("/v1/chat/completions", "POST"),
 ]
@@ -33,7 +34,9 @@ def api_schema(bm25_paths):
 
 def test_schema_lists_every_endpoint(api_schema):
     paths = set(api_schema.raw_schema["paths"])
-    assert paths == {"/health", "/ready", "/v1/models", "/v1/retrieve", "/v1/chat/completions"}
+    assert paths == {
+        "/health", "/ready", "/v1/models", "/v1/models/{model_id}", "/v1/retrieve", "/v1/chat/completions"
+    }  # fmt: skip
     security = api_schema.raw_schema["components"]["securitySchemes"]
     assert any(s.get("scheme") == "bearer" for s in security.values())
 
@@ -57,7 +60,8 @@ def test_every_endpoint_honours_its_schema(api_schema, path, method):
 
 # The schema alone rarely yields an answerable conversation (almost every generated body ends on
 # an assistant turn or holds no searchable word), so answerable ones are drawn here: any Unicode
-# question with words in it, earlier turns, both stream modes, any token budget and temperature.
+# question with words in it, earlier turns, both stream modes, any token budget, temperature and
+# stop sequences.
 words = st.text(min_size=1, max_size=12, alphabet=st.characters(categories=["L", "N"]))
 questions = st.builds(
     lambda ws, noise: " ".join(ws) + noise,
@@ -72,6 +76,9 @@ turns = st.lists(
 )
 
 
+stops = st.text(min_size=1, max_size=6)
+
+
 def test_answerable_conversations_are_answered_within_the_schema(api_schema):
     operation = api_schema["/v1/chat/completions"]["POST"]
     seen: set[int] = set()
@@ -82,12 +89,14 @@ def test_answerable_conversations_are_answered_within_the_schema(api_schema):
         stream=st.booleans(),
         max_tokens=st.integers(min_value=1, max_value=300),
         temperature=st.floats(min_value=0, max_value=2),
+        stop=st.none() | stops | st.lists(stops, max_size=4),
     )
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-    def check(earlier, question, stream, max_tokens, temperature):
+    def check(earlier, question, stream, max_tokens, temperature, stop):
         body = {
             "model": "fast", "messages": [*earlier, {"role": "user", "content": question}],
             "stream": stream, "max_tokens": max_tokens, "temperature": temperature,
+            **({} if stop is None else {"stop": stop}),
         }  # fmt: skip
         case = operation.Case(body=body, media_type="application/json")
         response = case.call_and_validate(headers={"Authorization": f"Bearer {KEY}"})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -14,7 +13,14 @@ from api.settings import ApiSettings
 from core.types import Filters
 from indexes.store import load_index
 from rag.indexing import retrieve
-from tests.api.support import KEY, ScriptedGenerator, live_server, scripted_assembler
+from tests.api.support import (
+    KEY,
+    ScriptedGenerator,
+    client,
+    conforming_events,
+    live_server,
+    scripted_assembler,
+)
 from tests.helpers import ScriptedVerifier
 
 QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
@@ -34,10 +40,6 @@ def server(bm25_paths):
     generator = ScriptedGenerator(REPLY)
     with live_server(settings(), scripted_assembler(bm25_paths, generator)) as (url, app):
         yield url, generator, app
-
-
-def client(url: str, key: str = KEY) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=30)
 
 
 def resolve(citation: dict, index_folder) -> None:
@@ -87,9 +89,9 @@ def test_streamed_completion_ends_with_citations_then_done(server, bm25_paths):
     # On the wire: the citations chunk, then the usage chunk, then [DONE] closes the stream.
     body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
     raw = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
-    events = [line[len("data: ") :] for line in raw.text.splitlines() if line.startswith("data: ")]
+    events = conforming_events(raw.text)
     assert raw.headers["content-type"].startswith("text/event-stream")
-    assert events[-1] == "[DONE]" and "citations" in json.loads(events[-2])
+    assert events[-1] == "[DONE]" and "citations" in events[-2]
 
 
 def test_follow_up_turn_searches_with_the_previous_question(server):
@@ -144,37 +146,71 @@ def test_missing_or_wrong_key_is_refused(server):
 
 
 @pytest.mark.parametrize(
-    ("body", "status", "kind"),
+    ("body", "status", "kind", "code", "param"),
     [
-        ({"model": "fast", "messages": [{"role": "user", "content": "x" * 9000}]}, 413, "request_too_large"),
-        ({"model": "fast", "messages": [{"role": "user", "content": "q" * 600}]}, 413, "request_too_large"),
-        ({"model": "fast", "messages": []}, 422, "invalid_request_error"),
-        ({"model": "fast", "messages": [{"role": "wizard", "content": "hi"}]}, 422, "invalid_request_error"),
+        ({"model": "fast", "messages": [{"role": "user", "content": "x" * 9000}]}, 413, "request_too_large",
+         "request_too_large", None),
+        ({"model": "fast", "messages": [{"role": "user", "content": "q" * 600}]}, 413, "request_too_large",
+         "request_too_large", None),
+        ({"model": "fast", "messages": []}, 400, "invalid_request_error", "invalid_value", "messages"),
+        ({"model": "fast", "messages": [{"role": "wizard", "content": "hi"}]}, 400, "invalid_request_error",
+         "invalid_value", "messages.0.role"),
         ({"model": "fast", "messages": [{"role": "assistant", "content": "hi"}]}, 400,
-         "invalid_request_error"),
-        ({"model": "nope", "messages": [{"role": "user", "content": QUESTION}]}, 404, "model_not_found"),
-        ({"model": "fast", "messages": [{"role": "user", "content": "?!"}]}, 400, "invalid_request_error"),
+         "invalid_request_error", "invalid_value", "messages.0.role"),
+        ({"model": "nope", "messages": [{"role": "user", "content": QUESTION}]}, 404, "invalid_request_error",
+         "model_not_found", "model"),
+        ({"model": "fast", "messages": [{"role": "user", "content": "?!"}]}, 400, "invalid_request_error",
+         "invalid_request_error", None),
         ({"model": "fast", "max_tokens": 5000, "messages": [{"role": "user", "content": "q"}]}, 400,
-         "invalid_request_error"),
+         "invalid_request_error", "invalid_value", "max_tokens"),
     ],
 )  # fmt: skip
-def test_bad_chat_requests_get_openai_style_errors(server, body, status, kind):
+def test_bad_chat_requests_get_openai_style_errors(server, body, status, kind, code, param):
     url, _, _ = server
     response = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
     assert response.status_code == status, response.text
     error = response.json()["error"]
-    assert error["type"] == kind and error["message"]
+    assert (error["type"], error["code"], error["param"]) == (kind, code, param) and error["message"]
     assert "Traceback" not in response.text and response.headers["x-request-id"]
 
 
 def test_malformed_json_and_bad_retrieval_parameters(server):
     url, _, _ = server
     auth = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
-    assert httpx.post(f"{url}/v1/chat/completions", content=b"{not json", headers=auth).status_code == 400
+    not_json = httpx.post(f"{url}/v1/chat/completions", content=b"{not json", headers=auth)
+    assert not_json.status_code == 400
+    assert not_json.json()["error"] == {
+        "message": not_json.json()["error"]["message"], "type": "invalid_request_error", "param": None,
+        "code": "invalid_json",
+    }  # fmt: skip
     assert httpx.post(f"{url}/v1/retrieve", json={"query": "af", "k": 21}, headers=auth).status_code == 400
-    assert httpx.post(f"{url}/v1/retrieve", json={"query": "af", "kk": 1}, headers=auth).status_code == 422
+    typo = httpx.post(f"{url}/v1/retrieve", json={"query": "af", "kk": 1}, headers=auth)
+    assert typo.status_code == 400
+    assert (typo.json()["error"]["code"], typo.json()["error"]["param"]) == ("unknown_parameter", "kk")
     dense = httpx.post(f"{url}/v1/retrieve", json={"query": "af", "mode": "dense"}, headers=auth)
     assert dense.status_code == 400 and "--mode bm25" in dense.json()["error"]["message"]
+
+
+def test_an_oversize_body_is_refused_by_its_length_or_by_counting_a_chunked_one(server):
+    url, generator, _ = server
+    body = b'{"model": "fast", "messages": [{"role": "user", "content": "' + b"x" * 9000 + b'"}]}'
+
+    def chunked():  # no Content-Length: the limit must count what arrives
+        yield from (body[i : i + 1000] for i in range(0, len(body), 1000))
+
+    before = len(generator.streams)
+    for content in (body, chunked()):
+        response = httpx.post(
+            f"{url}/v1/chat/completions", content=content,
+            headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+        )  # fmt: skip
+        assert ("content-length" in response.request.headers) == (content is body)
+        assert response.status_code == 413
+        assert response.headers["content-type"] == "application/json" and response.headers["x-request-id"]
+        error = response.json()["error"]
+        assert (error["type"], error["code"]) == ("request_too_large", "request_too_large")
+        assert "limit of 8192 bytes" in error["message"]
+    assert len(generator.streams) == before
 
 
 def test_full_queue_answers_429_with_retry_after_and_recovers(server):

@@ -1,5 +1,6 @@
 """`medcite serve` as a real process with the real embedder and the local generator, called with
-the official openai client: a cited answer, streamed and not, whose citations resolve."""
+the official openai client: a cited answer, streamed and not, whose citations resolve, and one cut
+short by a stop sequence; every body conforms to ``openai.types``."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import openai
 import pytest
 
 from indexes.store import load_index
+from tests.api.support import conforming_completion, conforming_events
 
 pytestmark = pytest.mark.e2e
 KEY = "e2e-key-0123456789abcdef"
@@ -84,3 +86,34 @@ def test_cited_answers_from_the_local_model_streamed_and_not(served, small_index
         chunk = by_id[citation["chunk_id"]]
         assert f"[{citation['marker']}]" in text
         assert (chunk.text, chunk.start, chunk.end) == (citation["quote"], citation["start"], citation["end"])
+
+
+def test_a_stop_sequence_ends_the_local_models_answer(served):
+    # llama.cpp ends generation before the stop sequence (streamed or not); the support gate sees,
+    # and a client gets, only what came before it.
+    client = openai.OpenAI(base_url=f"{served}/v1", api_key=KEY, max_retries=0, timeout=300)
+    messages = [{"role": "user", "content": QUESTION}]
+    full = client.chat.completions.create(model="fast", messages=messages, max_tokens=60)
+    # a word from the second half of the (greedy, so repeatable) unstopped answer, not one that
+    # medcite's own abstention notice could hold
+    words = [w for w in full.choices[0].message.content.split() if w.isalpha() and len(w) >= 5]
+    stop = words[len(words) // 2]
+    body = {"model": "fast", "messages": messages, "max_tokens": 60, "stop": ["zzzz", stop]}
+    auth = {"Authorization": f"Bearer {KEY}"}
+    stopped = conforming_completion(
+        httpx.post(f"{served}/v1/chat/completions", json=body, headers=auth, timeout=300).json()
+    )
+    assert stopped["choices"][0]["finish_reason"] == "stop"
+    assert stopped["usage"]["completion_tokens"] < full.usage.completion_tokens
+    sentences = stopped["medcite"]["sentences"]
+    assert sentences and not any(stop in s["text"] for s in sentences)  # generated text ends before it
+    assert stop not in stopped["choices"][0]["message"]["content"]
+    events = conforming_events(
+        httpx.post(
+            f"{served}/v1/chat/completions", json={**body, "stream": True}, headers=auth, timeout=300
+        ).text
+    )
+    chunks = [e for e in events if isinstance(e, dict) and e.get("choices")]
+    streamed = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert streamed == stopped["choices"][0]["message"]["content"]  # greedy: the same both ways
+    assert [c["choices"][0]["finish_reason"] for c in chunks if c.get("medcite")] == ["stop"]

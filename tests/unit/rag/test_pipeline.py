@@ -412,3 +412,31 @@ def test_pipeline_settings_default_to_the_profile_model_and_follow_a_profile_fil
         default.generator.max_tokens, default.rerank.order,
     )  # fmt: skip
     assert built.support_policy == default.verify.policy and built.candidates == default.retrieval.candidates
+
+
+def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite():
+    class StopRecorder(FakeGenerator):
+        def __init__(self, reply: str) -> None:
+            super().__init__(reply)
+            self.stops: list[tuple[str, tuple[str, ...]]] = []
+
+        def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
+            self.stops.append(("generate", tuple(stop)))
+            return super().generate(messages, max_tokens=max_tokens, temperature=temperature)
+
+        def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):
+            self.stops.append(("stream", tuple(stop)))
+            yield from super().stream(messages, max_tokens=max_tokens, temperature=temperature)
+
+    gen = StopRecorder("Use the CHA2DS2-VASc score [1].")
+    pipe = pipeline(gen, reformulation="rewrite")[0].with_settings(stop=("Men", "\n\n"))
+    assert pipeline(gen)[0].settings.stop == ()  # none unless asked for
+    pipe.answer("Which score is used in AF?")
+    list(pipe.stream("Which score is used in AF?"))
+    pipe.answer("Which score is used in AF?", closed_book=True)
+    wanted = ("Men", "\n\n")
+    assert gen.stops == [
+        ("generate", ()), ("generate", wanted),  # rewrite, then the answer
+        ("generate", ()), ("stream", wanted),  # the same, streamed
+        ("generate", wanted),  # closed-book: no rewrite
+    ]  # fmt: skip
