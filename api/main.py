@@ -11,6 +11,7 @@ import ctypes
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -81,6 +82,9 @@ def create_app(settings: ApiSettings | None = None, *, assembler: Assembler | No
     app.include_router(health.router)
     app.include_router(retrieve.router)
     app.include_router(chat.router)
+    from api.routes import page  # the chat page at / (api/static)
+
+    app.include_router(page.router)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -96,8 +100,6 @@ def create_app(settings: ApiSettings | None = None, *, assembler: Assembler | No
 
 def _document_limits(app: FastAPI, settings: ApiSettings) -> None:
     """Serve a schema that states this server's limits, so clients and contract tests see them."""
-    from typing import Any
-
     from fastapi.openapi.utils import get_openapi
 
     def openapi() -> dict[str, Any]:
@@ -108,7 +110,18 @@ def _document_limits(app: FastAPI, settings: ApiSettings) -> None:
             retrieve["query"]["maxLength"] = settings.max_question_chars
             chat = schema["components"]["schemas"]["ChatRequest"]["properties"]
             chat["messages"]["maxItems"] = settings.max_messages
+            _no_422(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _no_422(schema: dict[str, Any]) -> None:
+    """Drop FastAPI's automatic 422 responses: a body that fails validation gets OpenAI's 400
+    (api/errors.py), which each route declares with medcite's error body."""
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    for name in ("HTTPValidationError", "ValidationError"):
+        schema["components"]["schemas"].pop(name, None)

@@ -54,4 +54,16 @@ else
     fi
 fi
 "$VENV/bin/python" -m pip install --quiet -e ".[$EXTRAS]"
+
+# The chat page's browser tests (tests/browser) drive Debian's chromium through playwright;
+# `playwright install` cannot download its own browsers here. With the dev extra (not in the
+# Docker image), root with apt-get installs it; elsewhere the browser tests skip and say how.
+if [[ ",$EXTRAS," == *",dev,"* ]] && ! command -v chromium >/dev/null 2>&1 \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium (apt) for the browser tests"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 \
+             && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; } \
+        || echo "could not install chromium; the browser tests will skip (apt-get install chromium)"
+fi
 echo "medcite installed in $VENV"

@@ -1,0 +1,141 @@
+// One finished answer as DOM: mode badge, text with [n] buttons, sources, what the support gate
+// left out or flagged, notes, and the passages found when there is no answer. Also the answer
+// as Markdown with a numbered reference list.
+
+import { append, el, safeLink } from "./dom.js";
+
+export const MODES = {
+  rag: "Answered from the sources below; each [n] opens the passage it rests on.",
+  abstained: "Not answered: the sources do not answer this. The passages found are listed, not summarised.",
+  degraded: "The model could not answer; the passages found are listed below, unsummarised.",
+  "closed-book": "Answered from the model's memory, without sources: nothing here is checked against a source.",
+};
+
+const SENTENCE_END = /[.!?](?:\s*\[\d+\])*(?=\s|$)/g;
+
+export function modeBadge(mode) {
+  const known = Object.hasOwn(MODES, mode);
+  return el("p", { className: "mode-line" },
+    el("span", { className: `mode mode-${known ? mode : "unknown"}`, "data-mode": mode }, mode),
+    " ", el("span", { className: "mode-text" }, known ? MODES[mode] : "An answer mode this page does not know."));
+}
+
+/** The answer text with markers as buttons; a flagged sentence is wrapped and labelled. */
+export function answerText(text, citations, onCite) {
+  const byMarker = new Map(citations.map((c) => [c.marker, c]));
+  const root = el("div", { className: "answer-text" });
+  let at = 0;
+  for (const label of text.matchAll(/\[(UNSUPPORTED|UNVERIFIED)\] ?/g)) {
+    if (label.index < at) continue;
+    withMarkers(root, text.slice(at, label.index), byMarker, onCite);
+    SENTENCE_END.lastIndex = label.index + label[0].length;
+    const end = SENTENCE_END.exec(text);
+    const stop = end ? end.index + end[0].length : text.length;
+    const span = el("span", { className: "flagged", title: "The sources do not support this sentence" },
+      el("strong", { className: "flag" }, label[1].toLowerCase()), " ");
+    withMarkers(span, text.slice(label.index + label[0].length, stop), byMarker, onCite);
+    root.append(span);
+    at = stop;
+  }
+  withMarkers(root, text.slice(at), byMarker, onCite);
+  return root;
+}
+
+function withMarkers(parent, text, byMarker, onCite) {
+  let at = 0;
+  for (const match of text.matchAll(/\[(\d+)\]/g)) {
+    append(parent, text.slice(at, match.index));
+    const citation = byMarker.get(Number(match[1]));
+    if (citation) {
+      const button = el("button", { type: "button", className: "cite", "data-marker": citation.marker,
+        "aria-label": `Source ${citation.marker}: ${citation.title}` }, `[${citation.marker}]`);
+      button.addEventListener("click", () => onCite(citation, button));
+      parent.append(button);
+    } else {
+      append(parent, match[0]);
+    }
+    at = match.index + match[0].length;
+  }
+  append(parent, text.slice(at));
+}
+
+export function sourceList(citations, onCite) {
+  if (!citations.length) return null;
+  const list = el("ol", { className: "sources" });
+  for (const c of citations) {
+    const button = el("button", { type: "button", className: "source-open", "data-marker": c.marker },
+      `[${c.marker}] ${c.title}`);
+    button.addEventListener("click", () => onCite(c, button));
+    list.append(el("li", {}, button, " ", el("span", { className: "meta" }, sectionPath(c.section), ` · ${c.source}`)));
+  }
+  return el("section", { className: "sources-box", "aria-label": "Sources" }, el("h3", {}, "Sources"), list);
+}
+
+/** Sentences the support gate removed (struck through, with why) or flagged. */
+export function gateReport(sentences) {
+  const removed = sentences.filter((s) => s.status === "removed");
+  const flagged = sentences.filter((s) => s.status === "flagged");
+  const parts = [];
+  if (removed.length) {
+    parts.push(el("section", { className: "not-shown", "aria-label": "Not shown: unsupported" },
+      el("h3", {}, "Not shown: unsupported"),
+      el("p", { className: "hint" }, "The model wrote these, but their cited sources do not support them. Do not rely on them."),
+      el("ul", {}, removed.map((s) => el("li", { className: "removed" },
+        el("s", {}, s.text), el("span", { className: "reason" }, reasonText(s)))))));
+  }
+  if (flagged.length) {
+    parts.push(el("section", { className: "flagged-box", "aria-label": "Shown with a warning" },
+      el("h3", {}, "Shown with a warning"),
+      el("ul", {}, flagged.map((s) => el("li", {}, el("span", { className: "flagged" }, s.text),
+        el("span", { className: "reason" }, reasonText(s)))))));
+  }
+  return parts;
+}
+
+function reasonText(sentence) {
+  if (sentence.reasons.length) return ` — ${sentence.reasons.join("; ")}`;
+  return ` — not supported by its sources (support ${score(sentence.support)})`;
+}
+
+export function notesList(notes) {
+  if (!notes.length) return null;
+  return el("ul", { className: "notes", "aria-label": "Notes" }, notes.map((n) => el("li", {}, n)));
+}
+
+/** The passages retrieved when there is no answer (abstained, degraded): evidence, not an answer. */
+export function evidenceList(evidence) {
+  if (!evidence.length) return null;
+  return el("details", { className: "evidence" },
+    el("summary", {}, `Passages found (${evidence.length}, not an answer)`),
+    el("ol", {}, evidence.map((h) => el("li", {},
+      el("strong", {}, h.title), " ", el("span", { className: "meta" }, `${sectionPath(h.section)} · ${h.source} · `),
+      safeLink(h.url, "link"), el("p", { className: "passage-text" }, clip(h.text, 400))))));
+}
+
+export function sectionPath(section) {
+  return (section || []).join(" › ");
+}
+
+export function score(value) {
+  return typeof value === "number" ? value.toFixed(2) : "not verified";
+}
+
+function clip(text, limit) {
+  return text.length > limit ? `${text.slice(0, limit)}…` : text;
+}
+
+/** The answer and a numbered reference list (titles, sections, URLs) in Markdown. */
+export function toMarkdown(question, final) {
+  const lines = [`**Q:** ${question}`, "", final.medcite.text.trim(), ""];
+  if (final.citations.length) {
+    lines.push("**References**", "");
+    for (const c of final.citations) {
+      const section = sectionPath(c.section);
+      const where = section ? ` — ${section}` : "";
+      lines.push(`[${c.marker}] ${c.title}${where}. ${c.source}, ${c.license}. <${c.url}>`);
+    }
+    lines.push("");
+  }
+  lines.push(`_medcite answer mode: ${final.medcite.mode}_`);
+  return lines.join("\n");
+}

@@ -1,0 +1,93 @@
+"""Screenshots of the chat page's states for the README, taken in headless Chromium.
+
+Uses the browser tests' live server (a real BM25 index, a scripted model: tests/browser/
+chat_support.py), so the pictures show the page as the tests check it, not a mock-up.
+
+    .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/*.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.api.support import KEY
+from tests.browser.chat_support import (
+    INSTALL,
+    REPLY,
+    SECOND,
+    UNSUPPORTED,
+    ask,
+    build_index,
+    find_chromium,
+    launch_chromium,
+    serve,
+    wait_for_answer,
+)
+
+
+@contextmanager
+def shot(browser: Any, url: str, path: Path, *, width: int = 1000, full: bool = True) -> Iterator[Any]:
+    """A fresh tab at ``url`` with its settings loaded; once the caller has acted, saved to ``path``."""
+    context = browser.new_context(viewport={"width": width, "height": 760}, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.goto(url)
+        page.locator("#profile option, #key-form:visible").first.wait_for(state="attached")
+        yield page
+        page.screenshot(path=str(path), full_page=full)
+        print(f"wrote {path}")
+    finally:
+        context.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    args = parser.parse_args()
+    executable = find_chromium()
+    if executable is None:
+        sys.exit(f"chromium not found: {INSTALL}")
+    from playwright.sync_api import sync_playwright
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
+        paths = build_index(Path(tmp))
+        browser = launch_chromium(p, executable)
+        with serve(paths, f"{REPLY} {SECOND} {UNSUPPORTED}") as served:
+            with shot(browser, served.url, out / "answer.png") as page:
+                ask(page)
+                wait_for_answer(page)
+            with shot(browser, served.url, out / "passage-panel.png", full=False) as page:
+                ask(page)
+                wait_for_answer(page).locator("button.cite").first.click()
+            with shot(browser, served.url, out / "phone.png", width=390) as page:
+                ask(page)
+                wait_for_answer(page)
+            served.generator.reply = "INSUFFICIENT the passages do not say"
+            with shot(browser, served.url, out / "abstained.png") as page:
+                ask(page, "What is the dose of apixaban in atrial fibrillation with dialysis?")
+                wait_for_answer(page).locator(".evidence summary").click()
+            served.generator.reply, served.generator.timeout_after = REPLY, 0
+            with shot(browser, served.url, out / "error.png") as page:
+                ask(page)
+                wait_for_answer(page)
+        with (
+            serve(paths, env="production", api_keys=[KEY]) as keyed,
+            shot(browser, keyed.url, out / "key-form.png") as page,
+        ):
+            page.locator("#key-form").wait_for()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main()
