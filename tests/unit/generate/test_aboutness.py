@@ -51,6 +51,24 @@ def test_the_issue_14_passage_is_not_about_a_drug_it_never_names():
     assert not is_about(PEMBRO, FAMILIAL_MELANOMA)
 
 
+def test_a_research_question_framing_is_no_subject_but_its_drug_and_disease_are():
+    # BioASQ 11B: the gold snippet says "not superior to placebo", never "effective"
+    levosimendan = chunk(
+        "PubMed 34536404", ("Abstract snippet",),
+        "Levosimendan was not superior to placebo in maintaining respiratory function in a broad "
+        "population with amyotrophic lateral sclerosis.",
+    )  # fmt: skip
+    question = "Is levosimendan effective for amyotrophic lateral sclerosis?"
+    assert key_terms(question) == ("levosimendan", "amyotrophic", "lateral", "sclerosis")
+    assert is_about(question, levosimendan)
+    assert key_terms("What is the mechanism of action of Alzheimer's drug lecanemab?") == (
+        "alzheimer", "lecanemab",
+    )  # fmt: skip  (the possessive "s" is no term either)
+    # the drug still has to be there: a passage on another drug for ALS is not about it
+    riluzole = chunk("PubMed 1", (), "Riluzole prolongs survival in amyotrophic lateral sclerosis.")
+    assert missing_terms(key_terms(question), riluzole) == ("levosimendan",)
+
+
 def test_a_passage_about_the_question_passes_despite_plurals_and_endings():
     # "infections" in the question, "infection" in the text; "Complicated" from the title
     assert is_about("Which carbapenem treats complicated urinary tract infections with sepsis?", CUTI)
