@@ -17,10 +17,16 @@ own citation precision/recall. Per item, every score in [0, 1]:
   answer (:func:`reference_item_precision`; no judge).
 
 These follow the definitions of ragas 0.4 (``ragas/metrics/_faithfulness.py`` and siblings), with
-our own short prompts: the ragas package itself would downgrade openai, rich and tenacity and pull
-datasets/pyarrow/pandas/langgraph, and its few-shot JSON prompts are too long and too strict for a
-1.5B judge on CPU. Yes/no verdicts are read from the judge's next-token probabilities (verdict:
-P(yes) >= P(no)); nothing is parsed there. Answer ``[n]`` markers are stripped before judging.
+our own short prompts. The ragas package does not share this environment: ``pip install
+ragas==0.4.3`` beside the project's extras resolves instructor to 1.3.2, which downgrades openai
+(3.57 -> 1.109), rich (15 -> 13.9) and tenacity (9.2 -> 8.5), and adds datasets, pandas, langchain,
+langgraph, langchain-openai and scikit-network (pyarrow is already here); with the bench extra's
+langchain-community 0.4.2 ``import ragas`` fails. ``make ragas`` gives it its own pinned
+environment, and ``evals/ragas_compare.py`` sets its scores beside these per item
+(docs/results/eval/ragas-vs-medcite/). Its few-shot JSON prompts cost several thousand prompt
+tokens per item on the 1.5B judge (same report). Yes/no verdicts are read from the judge's
+next-token probabilities (verdict: P(yes) >= P(no)); nothing is parsed there. Answer ``[n]``
+markers are stripped before judging.
 
 A metric that cannot be computed for an item is NaN with a reason (``timeout``, ``judge error``,
 ``unparsable``, ``no reference``, ...); the report gives per metric the mean over valid items,
@@ -245,6 +251,11 @@ def _contexts(item: AnswerItem) -> str:
 
 
 def _answer(item: AnswerItem) -> str:
+    """The answer text a judge reads; undefined for an abstention or a degraded answer, whose text
+    is medcite's own notice or the passages themselves, not a generated answer to judge."""
+    mode = item.chain_answer.mode if item.chain_answer is not None else "rag"
+    if mode in {"abstained", "degraded"}:
+        raise UndefinedMetric(f"answer mode {mode}")
     text = marker_free(item.answer)
     if not text:
         raise UndefinedMetric("empty answer")

@@ -305,3 +305,16 @@ def test_ragas_telemetry_is_off_and_nothing_reaches_the_network(tmp_path, monkey
     assert os.environ["RAGAS_DO_NOT_TRACK"] == "true"
     assert all(m.n_valid == 1 for m in report.metrics.values())
     assert time.perf_counter() - start < 5
+
+
+@pytest.mark.parametrize("mode", ["abstained", "degraded"])
+def test_an_abstention_is_not_judged_as_an_answer_but_its_contexts_still_are(tmp_path, mode):
+    # medcite's notice ("the indexed sources do not answer this") is no answer: judged, its
+    # faithfulness came out 0.0, 0.5 or 1.0 by chance on the first BioASQ items
+    judge = ScriptedJudge()
+    notice = "The indexed sources do not answer this question."
+    row = run([item(answer=notice, chain_answer=chain_answer(mode=mode))], judge, tmp_path).rows[0]
+    for metric in ("faithfulness", "answer_relevancy"):
+        assert math.isnan(row.scores[metric]) and row.reasons[metric] == f"answer mode {mode}"
+    assert row.scores["context_recall"] == pytest.approx(2 / 3)  # retrieval is still measured
+    assert not any(notice in prompt for prompt in judge.prompts)
