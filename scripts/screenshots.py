@@ -4,6 +4,11 @@ Uses the browser tests' live server (a real BM25 index, a scripted model: tests/
 chat_support.py), so the pictures show the page as the tests check it, not a mock-up.
 
     .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/*.png
+    medcite serve &  # the real chain (default profile, local model), then:
+    .venv/bin/python scripts/screenshots.py --real-url http://127.0.0.1:8000   # real-*.png only
+
+With ``--real-url`` the pictures are of a real answer from that server: the models' own text,
+support scores and passages, nothing scripted.
 """
 
 from __future__ import annotations
@@ -49,9 +54,33 @@ def shot(browser: Any, url: str, path: Path, *, width: int = 1000, full: bool = 
         context.close()
 
 
+def real_shots(browser: Any, url: str, out: Path, question: str) -> None:
+    """``real-answer.png`` and ``real-passage.png``: one question to a real server (minutes on a CPU)."""
+    context = browser.new_context(viewport={"width": 1000, "height": 900}, device_scale_factor=1)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(600_000)
+        page.goto(url)
+        page.locator("#profile option").first.wait_for(state="attached")
+        ask(page, question)
+        answer = wait_for_answer(page)
+        page.screenshot(path=str(out / "real-answer.png"), full_page=True)
+        print(f"wrote {out / 'real-answer.png'}")
+        if answer.locator("button.cite").count():
+            answer.locator("button.cite").first.click()
+            page.screenshot(path=str(out / "real-passage.png"))
+            print(f"wrote {out / 'real-passage.png'}")
+    finally:
+        context.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/screenshots"))
+    parser.add_argument("--real-url", help="a running `medcite serve` to photograph a real answer from")
+    parser.add_argument(
+        "--question", default="Which score is used to decide on anticoagulation in atrial fibrillation?"
+    )
     args = parser.parse_args()
     executable = find_chromium()
     if executable is None:
@@ -60,6 +89,12 @@ def main() -> None:
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.real_url:
+        with sync_playwright() as p:
+            browser = launch_chromium(p, executable)
+            real_shots(browser, args.real_url, out, args.question)
+            browser.close()
+        return
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         paths = build_index(Path(tmp))
         browser = launch_chromium(p, executable)
