@@ -210,14 +210,14 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
     assert answered.extra["quality"]["answer_relevancy"] is None  # BM25-only index: no embedder
     assert answered.extra["quality_nan_reasons"]["answer_relevancy"] == "no embedder"
     assert abstained.extra["mode"] == "abstained"
-    assert abstained.extra["quality_nan_reasons"]["faithfulness"] == "no contexts"
+    assert abstained.extra["quality_nan_reasons"]["faithfulness"] == "answer mode abstained"
     summary = json.loads((out / "metrics.json").read_text())["answers"]["answers/default/bm25/none/k=2"]["af"]
     assert summary["modes"] == {"rag": 1, "abstained": 1}
     assert summary["metrics"]["faithfulness"] == {
         "mean": 1.0,
         "n_valid": 1,
         "n_nan": 1,
-        "reasons": {"no contexts": 1},
+        "reasons": {"answer mode abstained": 1},
     }
     assert "Free-text answers" in (out / "report.md").read_text()
     again = WriterModel()
