@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import httpx
+from playwright.sync_api import expect
 
 from tests.browser.chat_support import QUESTION, REPLY, SECOND, ask, wait_for_answer
 
@@ -96,8 +97,9 @@ def test_a_follow_up_sends_the_earlier_turn(chat, page):
 def test_the_source_filter_limits_the_passages_to_the_ticked_source(chat, page):
     chat.generator.reply = "Warfarin is monitored with the INR, aiming at 2 to 3 [1]."
     page.goto(chat.url)
-    assert "index: default" in page.locator("#profile-info").text_content()
+    expect(page.locator("#profile-info")).to_contain_text("index: default")  # once /ui/config is read
     boxes = page.locator("input[name=source]")
+    expect(boxes).to_have_count(2)
     assert sorted(boxes.evaluate_all("bs => bs.map(b => b.value)")) == ["open-medicine", "user-docs"]
     page.locator("input[name=source][value=user-docs]").check()
     with page.expect_request("**/v1/chat/completions") as sent:
