@@ -21,8 +21,10 @@ from tests.browser.chat_support import (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium for one test module: Playwright's sync API keeps an asyncio loop running in this
+    thread while it is open, and a later test's ``asyncio.run()`` would refuse to start."""
     executable = find_chromium()
     if executable is None:
         pytest.skip(f"chromium not found: {INSTALL}")
