@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.medcite-installed
 QUESTION ?= Which score is used to decide on anticoagulation in atrial fibrillation?
 
-.PHONY: setup demo test test-all lint audit bench serve clean-data
+.PHONY: setup demo test test-all lint audit bench serve clean-data ragas
 
 setup: $(STAMP)
 
@@ -42,6 +42,21 @@ lint: setup
 # scripts/audit-ignore.toml, explained in docs/reliability.md.
 audit: setup
 	$(BIN)/python scripts/audit_deps.py --out data/audit/dependencies.json
+
+# ragas itself, in its own environment (.venv-ragas; it cannot share .venv): pins in
+# evals/ragas_env/requirements.txt, reinstalled only when they change. README, "ragas itself".
+RAGAS_VENV  ?= .venv-ragas
+RAGAS_STAMP := $(RAGAS_VENV)/.ragas-installed
+
+ragas: $(RAGAS_STAMP)
+
+$(RAGAS_STAMP): evals/ragas_env/requirements.txt
+	[ -x $(RAGAS_VENV)/bin/python ] || $(PYTHON) -m venv $(RAGAS_VENV)
+	$(RAGAS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RAGAS_VENV)/bin/python -m pip install --quiet -r evals/ragas_env/requirements.txt
+	$(RAGAS_VENV)/bin/python -m pip check
+	$(RAGAS_VENV)/bin/python -c "import ragas, sentence_transformers; print('ragas', ragas.__version__, 'in $(RAGAS_VENV)')"
+	touch $@
 
 clean-data:
 	rm -rf data
