@@ -226,6 +226,22 @@ def join(samples: Sequence[Mapping[str, Any]], scored: Sequence[Mapping[str, Any
     return rows
 
 
+def _licensed(dataset: Any) -> bool:
+    """BioASQ text may not be redistributed (BioASQ terms of use): none of it goes in a report."""
+    return str(dataset or "").startswith("bioasq")
+
+
+def without_licensed_text(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` fit to commit: for a BioASQ sample, ragas' raw judge replies (they restate the
+    reference answer) and the reference statements quoted in the notes are left out."""
+    if not _licensed(row.get("dataset")):
+        return row
+    notes = dict(row["ragas_notes"])
+    if "context_recall" in notes:
+        notes["context_recall"] = notes["context_recall"].split("; e.g. not:")[0]
+    return {**row, "ragas_judge": {}, "ragas_notes": notes}
+
+
 def metric_summary(
     rows: Sequence[Mapping[str, Any]], metric: str, top: int = 3, seed: int = 0
 ) -> dict[str, Any]:
@@ -300,7 +316,10 @@ METHOD = (
     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M in process, yes/no from next-token probabilities. ragas 0.4.3: "
     "`evals/ragas_env/score.py` in `.venv-ragas`, the same GGUF behind llama-cpp-python's "
     "OpenAI-compatible server (`llm_factory`, JSON mode), all-MiniLM-L6-v2 for answer relevancy on both "
-    "sides. Abstentions are included: medcite's metrics score their text too."
+    "sides. Abstentions are included for their passages: medcite leaves an abstention's faithfulness and "
+    "relevancy undefined (its text is medcite's notice, not an answer), ragas scores the notice like any "
+    "answer, so those two metrics are compared on answered items only. BioASQ questions, references and "
+    "ragas' raw replies on them are left out of the files (BioASQ terms of use)."
 )
 
 
@@ -371,8 +390,8 @@ def build_report(
     """Join, summarise and write ``report.md`` and ``samples.json`` under ``out_dir``."""
     samples = read_jsonl(samples_path)
     scored = read_jsonl(scores_path) if scores_path.is_file() else []
-    rows = join(samples, scored)
-    questions = {str(s["id"]): s.get("question") for s in samples}
+    rows = [without_licensed_text(r) for r in join(samples, scored)]
+    questions = {str(s["id"]): s.get("question") for s in samples if not _licensed(s.get("dataset"))}
     summary = {
         "n_samples": len(samples), "n_scored": len(rows),
         "scored_by": {f"{k[0]}, {k[1]}": v for k, v in sorted(Counter(

@@ -194,3 +194,20 @@ def test_build_report_writes_markdown_and_nan_free_json(tmp_path: Path) -> None:
 def test_an_item_in_two_runs_is_exported_once_the_first_kept() -> None:
     rows = [{"id": "x", "run": 1}, {"id": "y", "run": 1}, {"id": "x", "run": 2}, {"id": "z", "run": 2}]
     assert [(r["id"], r["run"]) for r in rc.unique_by_id(rows)] == [("x", 1), ("y", 1), ("z", 2)]
+
+
+def test_a_bioasq_sample_reaches_the_report_without_bioasq_text():
+    from evals.ragas_compare import without_licensed_text
+
+    row = {
+        "dataset": "bioasq-ideal-11b",
+        "ragas_judge": {"context_recall": [{"step": "x", "output": {"classifications": []}}]},
+        "ragas_notes": {"context_recall": "1/2 reference statements attributed; e.g. not: EXPERT TEXT",
+                        "faithfulness": "2/2 statements supported"},
+    }  # fmt: skip
+    public = without_licensed_text(row)
+    assert public["ragas_judge"] == {} and "EXPERT TEXT" not in str(public)
+    assert public["ragas_notes"] == {"context_recall": "1/2 reference statements attributed",
+                                     "faithfulness": "2/2 statements supported"}  # fmt: skip
+    pubmed = {**row, "dataset": "pubmedqa-long"}
+    assert without_licensed_text(pubmed) is pubmed  # MIT-licensed: kept whole
