@@ -40,7 +40,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,7 @@ from evals.answer_quality import CONTEXT_MAX_CHARS, CONTEXTS_MAX
 from evals.datasets.bioasq import bioasq_rows, normalise
 from evals.support_set import (
     TEST_TASK,
+    article_texts,
     change_direction,
     change_entity,
     change_negation,
@@ -125,18 +126,6 @@ def visible(contexts: Sequence[str]) -> str:
     return "\n\n".join(c[:CONTEXT_MAX_CHARS] for c in contexts[:CONTEXTS_MAX])
 
 
-def article_contexts(snippet_ids: Iterable[str], snippets: dict[str, dict[str, str]]) -> tuple[str, ...]:
-    """One "title. abstract" context per PubMed article, in the order the snippets list them."""
-    by_pmid: dict[str, dict[str, str]] = {}
-    for sid in snippet_ids:
-        row = snippets.get(sid)
-        if row:
-            by_pmid.setdefault(row["pmid"], {})[row["section"]] = " ".join(row["text"].split())
-    parts = [". ".join(p for p in (s.get("title", "").rstrip("."), s.get("abstract", "")) if p)
-             for s in by_pmid.values()]  # fmt: skip
-    return tuple(p for p in parts if p)
-
-
 def _diff(before: str, after: str) -> str:
     """The changed span, as ``'old' -> 'new'`` (common prefix and suffix trimmed to word edges)."""
     a, b = before.split(), after.split()
@@ -184,7 +173,7 @@ def candidate_rows(source_data: Path, claims_per_item: int) -> list[_Row]:
     for row in rows:
         if row["task"] == TEST_TASK or normalise(str(row["body"])) in held_out:
             continue
-        contexts = article_contexts([str(s) for s in row.get("snippet_ids") or []], snippets)  # type: ignore[attr-defined]
+        contexts = article_texts([str(s) for s in row.get("snippet_ids") or []], snippets)  # type: ignore[attr-defined]
         shown = [c[:CONTEXT_MAX_CHARS] for c in contexts[:CONTEXTS_MAX]]
         sentences = claims_of(row.get("ideal_answer"), 6)
         good = [s for s in sentences

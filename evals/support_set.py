@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,7 +161,8 @@ def read_snippets(source_data: Path) -> dict[str, dict[str, str]]:
     return {str(row["_id"]): row for _, row in iter_jsonl(path)}
 
 
-def gold_passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[str, str]]) -> Chunk | None:
+def article_texts(snippet_ids: Iterable[str], snippets: dict[str, dict[str, str]]) -> tuple[str, ...]:
+    """One "title. abstract" text per PubMed article, in the order the snippets list them."""
     by_pmid: dict[str, dict[str, str]] = {}
     for sid in snippet_ids:
         row = snippets.get(sid)
@@ -169,7 +170,11 @@ def gold_passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[
             by_pmid.setdefault(row["pmid"], {})[row["section"]] = " ".join(row["text"].split())
     parts = [". ".join(p for p in (s.get("title", "").rstrip("."), s.get("abstract", "")) if p)
              for s in by_pmid.values()]  # fmt: skip
-    text = "\n\n".join(p for p in parts if p)
+    return tuple(p for p in parts if p)
+
+
+def gold_passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[str, str]]) -> Chunk | None:
+    text = "\n\n".join(article_texts(snippet_ids, snippets))
     if not text:
         return None
     return Chunk(f"support:{qid}#0", f"support:{qid}", "", (), "bioasq", "", "", 0, len(text), text)
