@@ -14,6 +14,7 @@ import pytest
 from core.paths import Paths
 from core.types import Chunk
 from evals import ragas_compare as rc
+from evals import ragas_samples as rs
 from evals.records import ItemRecord, write_records
 from indexes.chunkstore import write_chunks
 
@@ -56,9 +57,9 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_estimate() -> None:
 
 
 def test_index_of_reads_the_answer_condition() -> None:
-    assert rc.index_of("answers/literature/hybrid/trained/k=4/threshold=profile") == "literature"
+    assert rs.index_of("answers/literature/hybrid/trained/k=4/threshold=profile") == "literature"
     with pytest.raises(ValueError, match="not an answer condition"):
-        rc.index_of("closed-book")
+        rs.index_of("closed-book")
 
 
 def record(qid: str, mode: str = "rag", error: str | None = None, **quality: float | None) -> ItemRecord:
@@ -73,7 +74,7 @@ def record(qid: str, mode: str = "rag", error: str | None = None, **quality: flo
 
 
 def test_to_sample_strips_markers_and_carries_our_scores() -> None:
-    s = rc.to_sample(
+    s = rs.to_sample(
         record("1", faithfulness=0.5, context_recall=None), "Does aspirin lower fever?", ["a", "b"]
     )
     assert s["id"] == "pubmedqa-long:1"
@@ -86,8 +87,8 @@ def test_to_sample_strips_markers_and_carries_our_scores() -> None:
 
 def test_exportable_keeps_answered_rag_records_only() -> None:
     rows = [record("1"), record("2", mode="abstained"), record("3", error="GeneratorTimeout: slow")]
-    assert [r.qid for r in rc.exportable(rows, ["rag"])] == ["1"]
-    assert [r.qid for r in rc.exportable(rows)] == ["1", "2"]  # an abstention is judged too
+    assert [r.qid for r in rs.exportable(rows, ["rag"])] == ["1"]
+    assert [r.qid for r in rs.exportable(rows)] == ["1", "2"]  # an abstention is judged too
 
 
 def test_export_reads_questions_and_passage_texts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -109,8 +110,8 @@ def test_export_reads_questions_and_passage_texts(tmp_path: Path, monkeypatch: p
         SimpleNamespace(qid="2", question="?"),
     ]
     monkeypatch.setattr("evals.datasets.load_freetext", lambda name, paths, columns=None: items)
-    assert [s["mode"] for s in rc.export_samples(run, paths)] == ["rag", "abstained"]
-    samples = rc.export_samples(run, paths, modes=["rag"])
+    assert [s["mode"] for s in rs.export_samples(run, paths)] == ["rag", "abstained"]
+    samples = rs.export_samples(run, paths, modes=["rag"])
     assert [s["id"] for s in samples] == ["pubmedqa-long:1"]
     assert samples[0]["question"] == "Does aspirin lower fever?"
     assert samples[0]["contexts"] == ["first passage", "second"]  # retrieval order
@@ -193,7 +194,7 @@ def test_build_report_writes_markdown_and_nan_free_json(tmp_path: Path) -> None:
 
 def test_an_item_in_two_runs_is_exported_once_the_first_kept() -> None:
     rows = [{"id": "x", "run": 1}, {"id": "y", "run": 1}, {"id": "x", "run": 2}, {"id": "z", "run": 2}]
-    assert [(r["id"], r["run"]) for r in rc.unique_by_id(rows)] == [("x", 1), ("y", 1), ("z", 2)]
+    assert [(r["id"], r["run"]) for r in rs.unique_by_id(rows)] == [("x", 1), ("y", 1), ("z", 2)]
 
 
 def test_a_bioasq_sample_reaches_the_report_without_bioasq_text():
