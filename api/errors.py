@@ -33,20 +33,21 @@ from core.errors import (
 
 log = logging.getLogger("medcite.api")
 
-# Most specific first: the first matching class decides the status, the error type and its code.
-STATUS: list[tuple[type[BaseException], int, str, str]] = [
-    (QueueTimeoutError, 503, "server_busy", "server_busy"),
-    (QueueFullError, 429, "rate_limit_exceeded", "rate_limit_exceeded"),
-    (UnknownModelError, 404, "invalid_request_error", "model_not_found"),  # as OpenAI answers
-    (QueryError, 400, "invalid_request_error", "invalid_request_error"),
-    (ConfigError, 400, "invalid_request_error", "invalid_request_error"),
-    (GeneratorTimeout, 504, "timeout", "timeout"),
-    (GeneratorError, 503, "generator_unavailable", "generator_unavailable"),
-    (ModelError, 503, "generator_unavailable", "generator_unavailable"),
-    (IndexStoreError, 503, "index_unavailable", "index_unavailable"),
-    (MedciteError, 500, "server_error", "server_error"),
+# Most specific first: the first matching class decides the status and the error type.
+STATUS: list[tuple[type[BaseException], int, str]] = [
+    (QueueTimeoutError, 503, "server_busy"),
+    (QueueFullError, 429, "rate_limit_exceeded"),
+    (UnknownModelError, 404, "invalid_request_error"),  # as OpenAI answers
+    (QueryError, 400, "invalid_request_error"),
+    (ConfigError, 400, "invalid_request_error"),
+    (GeneratorTimeout, 504, "timeout"),
+    (GeneratorError, 503, "generator_unavailable"),
+    (ModelError, 503, "generator_unavailable"),
+    (IndexStoreError, 503, "index_unavailable"),
+    (MedciteError, 500, "server_error"),
 ]
-# The parameter an exception is about, where one is.
+# The error code where it says more than the type, and the parameter an exception is about.
+CODE: dict[type[BaseException], str] = {UnknownModelError: "model_not_found"}
 PARAM: dict[type[BaseException], str] = {UnknownModelError: "model"}
 
 
@@ -79,7 +80,7 @@ def classify(exc: BaseException) -> tuple[int, str, dict[str, str]]:
     """Status, error type and extra headers for an exception raised while answering."""
     if isinstance(exc, ApiError):
         return exc.status, exc.kind, exc.headers
-    for cls, status, kind, _ in STATUS:
+    for cls, status, kind in STATUS:
         if isinstance(exc, cls):
             headers = {"Retry-After": str(exc.retry_after_s)} if isinstance(exc, QueueFullError) else {}
             return status, kind, headers
@@ -91,10 +92,8 @@ def code_and_param(exc: BaseException) -> tuple[str, str | None]:
     if isinstance(exc, ApiError):
         return exc.code, exc.param
     param = next((p for cls, p in PARAM.items() if isinstance(exc, cls)), None)
-    for cls, _, _, code in STATUS:
-        if isinstance(exc, cls):
-            return code, param
-    return "server_error", param
+    code = next((c for cls, c in CODE.items() if isinstance(exc, cls)), None)
+    return code or classify(exc)[1], param
 
 
 # pydantic error types -> OpenAI error codes; a type not listed is "invalid_value"

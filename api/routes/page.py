@@ -50,8 +50,7 @@ def _asset(name: str) -> Path:
 @router.get("/", include_in_schema=False)
 def page() -> Response:
     """The chat page (HTML; its script and styles load from /static/)."""
-    headers = {**SECURITY_HEADERS, "Cache-Control": "no-cache"}
-    return FileResponse(_asset("index.html"), media_type=MEDIA_TYPES[".html"], headers=headers)
+    return static("index.html")
 
 
 @router.get("/static/{name}", include_in_schema=False)
