@@ -21,8 +21,13 @@ def compose() -> dict:
     return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 
 
+def default_services() -> dict:
+    """The services `docker compose up` starts (those without a profile)."""
+    return {name: s for name, s in compose()["services"].items() if not s.get("profiles")}
+
+
 def test_api_service_uses_only_settings_the_server_reads_and_checks_ready():
-    services = compose()["services"]
+    services = default_services()
     assert set(services) == {"indexer", "llm", "api"}
     api = services["api"]
     names = {f"MEDCITE_{field.upper()}" for field in ApiSettings.model_fields} | PATH_VARIABLES
@@ -40,6 +45,19 @@ def test_llm_service_serves_the_file_models_fetch_assembles():
     from rag.generate.models import DEFAULT_GENERATOR
 
     assert f"/models/{DEFAULT_GENERATOR.filename}" in compose()["services"]["llm"]["command"]
+
+
+def test_ray_profile_runs_head_and_workers_of_the_medcite_image_on_shared_storage():
+    services = compose()["services"]
+    ray = {name: s for name, s in services.items() if "ray" in s.get("profiles", [])}
+    assert set(ray) == {"ray-head", "ray-worker"}
+    head, worker = ray["ray-head"]["command"][-1], ray["ray-worker"]["command"][-1]
+    assert "ray start --head --port=6379 --num-cpus=0" in head and "--block" in head
+    assert "ray start --address=ray-head:6379" in worker and "--block" in worker
+    for s in ray.values():
+        assert s["image"] == services["api"]["image"]  # the same medcite version on every node
+        assert "medcite-data:/data" in s["volumes"]  # shards are written where every node reads them
+        assert s["environment"]["RAY_AUTH_MODE"] == "token" and "RAY_AUTH_TOKEN" in s["command"][-1]
 
 
 def test_dockerfile_installs_the_project_and_fetches_the_models():
@@ -67,6 +85,10 @@ def test_docker_compose_config_validates():
         [*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
+    with_ray = subprocess.run(
+        [*command, "--profile", "ray", "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert with_ray.returncode == 0, with_ray.stderr
     env.pop("MEDCITE_API_KEYS")
     refused = subprocess.run(
         [*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True
