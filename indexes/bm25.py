@@ -53,10 +53,10 @@ def top_k(scores: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.nd
     if allowed is not None:
         scores = np.where(allowed, scores, 0.0)
     positive = np.flatnonzero(scores > 0)
-    if positive.size > k:
-        part = np.argpartition(-scores[positive], k - 1)[:k]
-        positive = positive[part]
-    order = np.lexsort((positive, -scores[positive]))
+    if positive.size > k:  # keep every row tied with the k-th score, so ties go by row below
+        values = scores[positive]
+        positive = positive[values >= -np.partition(-values, k - 1)[k - 1]]
+    order = np.lexsort((positive, -scores[positive]))[: max(k, 0)]
     rows = positive[order]
     return rows.astype(np.int64), scores[rows].astype(np.float32)
 

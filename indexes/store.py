@@ -7,6 +7,10 @@ Layout of ``<data_dir>/indexes/<name>/``::
     chunk_offsets.npy    byte offset of each line, plus the file length
     bm25/                bm25s arrays (.npy) + vocab/params (.json) + medcite_bm25.json
     dense/               index.faiss + medcite_dense.json (absent when built with --no-dense)
+
+A sharded index (``manifest["shards"]``, see indexes/shards.py) keeps chunks global and holds
+``bm25/shard-NNNN/`` and ``dense/shard-NNNN/`` folders plus global statistics; it loads as a
+:class:`ShardedBm25` and a :class:`ShardedDense` (or one merged IVF-PQ index) over global rows.
 """
 
 from __future__ import annotations
@@ -24,6 +28,15 @@ from indexes.bm25 import Bm25sIndex, LexicalIndex, RankBm25Index, read_params
 from indexes.chunkstore import ChunkStore
 from indexes.dense import DenseIndex
 from indexes.manifest import check_compatible, read_manifest, verify_files
+from indexes.shard_search import ShardedBm25, ShardedDense
+from indexes.shards import (
+    BM25_GLOBALS,
+    BM25_SHARD_ARRAYS,
+    BM25_SHARD_FILE,
+    DENSE_SHARDS_FILE,
+    check_ranges,
+    shard_dir,
+)
 
 BM25_DIR = "bm25"
 DENSE_DIR = "dense"
@@ -35,7 +48,7 @@ class LoadedIndex:
     manifest: dict[str, Any]
     chunks: ChunkStore
     lexical: LexicalIndex
-    dense: DenseIndex | None
+    dense: DenseIndex | ShardedDense | None
 
     loaded_from: Path | None = None  # the resolved version folder, which a rebuild replaces
     _metadata: list[tuple[str, tuple[str, ...]]] | None = None
@@ -92,6 +105,7 @@ def load_index(
     link, folder = folder, folder.resolve()  # every file from one version, even if a rebuild swaps the link
     manifest = read_manifest(folder)
     verify_files(folder, manifest, checksums=checksums)
+    _check_shard_files(folder, manifest)
     check_compatible(manifest, "tokenizer", text.tokenizer_config())
     chunks = ChunkStore(folder)
     try:
@@ -111,9 +125,10 @@ def _load_parts(
     embedder_fingerprint: dict[str, Any] | None,
     lexical_backend: str | None,
     mmap: bool,
-) -> tuple[LexicalIndex, DenseIndex | None]:
+) -> tuple[LexicalIndex, DenseIndex | ShardedDense | None]:
     if len(chunks) != manifest["counts"]["chunks"]:
         raise IndexCorruptError(f"{folder}: chunk count differs from the manifest; rebuild")
+    ranges = _shard_ranges(manifest, len(chunks))
 
     saved_backend, params = read_params(folder / BM25_DIR)
     backend = lexical_backend or saved_backend
@@ -121,18 +136,69 @@ def _load_parts(
     if backend == "bm25s":
         if saved_backend != "bm25s":
             raise ConfigError(f"{folder} holds a {saved_backend} index; rebuild with --lexical bm25s")
-        lexical = Bm25sIndex.load(folder / BM25_DIR, params, mmap=mmap)
+        if ranges is not None:
+            lexical = ShardedBm25.load(folder / BM25_DIR, params, ranges, mmap=mmap)
+        else:
+            lexical = Bm25sIndex.load(folder / BM25_DIR, params, mmap=mmap)
     elif backend == "rank-bm25":
         corpus = [text.tokenize(text.indexed_text(c.title, c.section, c.text)) for c in chunks]
         lexical = RankBm25Index.build(corpus, params)
     else:
         raise ConfigError(f"unknown lexical backend {backend!r}; choose bm25s or rank-bm25")
 
-    dense = None
+    dense: DenseIndex | ShardedDense | None = None
     if manifest.get("embedder") is not None:
         if embedder_fingerprint is not None:
             check_compatible(manifest, "embedder", embedder_fingerprint)
-        dense = DenseIndex.load(folder / DENSE_DIR)
+        dense = load_dense(folder, manifest)
         if dense.size != len(chunks):
             raise IndexMismatchError(f"{folder}: {dense.size} vectors for {len(chunks)} chunks; rebuild")
     return lexical, dense
+
+
+def load_dense(folder: Path, manifest: dict[str, Any]) -> DenseIndex | ShardedDense:
+    """The vectors of index ``folder``: one FAISS index, or its shards searched as one."""
+    ranges = _shard_ranges(manifest, manifest["counts"]["chunks"])
+    if ranges is not None and (folder / DENSE_DIR / DENSE_SHARDS_FILE).is_file():
+        return ShardedDense.load(folder / DENSE_DIR, ranges)
+    return DenseIndex.load(folder / DENSE_DIR)  # unsharded, or one merged index built from shards (ivfpq)
+
+
+def _shard_ranges(manifest: dict[str, Any], n_chunks: int) -> list[tuple[int, int]] | None:
+    """The rows of each shard from ``manifest["shards"]`` (None for an unsharded index)."""
+    sharding = manifest.get("shards")
+    if sharding is None:
+        return None
+    try:
+        ranges = check_ranges(sharding["ranges"], n_chunks)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise IndexCorruptError(
+            f"manifest.json has an invalid shards entry ({exc}); rebuild the index"
+        ) from exc
+    if sharding.get("count") != len(ranges):
+        raise IndexCorruptError(
+            f"manifest.json counts {sharding.get('count')} shards for {len(ranges)} ranges"
+        )
+    return ranges
+
+
+def _check_shard_files(folder: Path, manifest: dict[str, Any]) -> None:
+    """Refuse a sharded index whose manifest does not list (and so does not verify) every shard file."""
+    sharding = manifest.get("shards")
+    if not isinstance(sharding, dict):
+        if sharding is not None:
+            raise IndexCorruptError("manifest.json has an invalid shards entry; rebuild the index")
+        return
+    listed = manifest.get("files", {})
+    expected = [f"{BM25_DIR}/{name}" for name in BM25_GLOBALS]
+    for s in range(int(sharding.get("count", 0))):
+        expected += [f"{BM25_DIR}/{shard_dir(s)}/{name}" for name in (*BM25_SHARD_ARRAYS, BM25_SHARD_FILE)]
+    if manifest.get("embedder") is not None and (folder / DENSE_DIR / DENSE_SHARDS_FILE).is_file():
+        expected += [f"{DENSE_DIR}/{DENSE_SHARDS_FILE}"]
+        expected += [f"{DENSE_DIR}/{shard_dir(s)}/index.faiss" for s in range(int(sharding.get("count", 0)))]
+    missing = [name for name in expected if name not in listed]
+    if missing:
+        raise IndexCorruptError(
+            f"{folder}: manifest.json does not list {missing[0]} (and {len(missing) - 1} more shard files), "
+            "so it cannot be verified; rebuild the index"
+        )
