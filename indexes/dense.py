@@ -1,8 +1,10 @@
 """FAISS inner-product indexes over normalised vectors; row ``i`` is chunk row ``i``.
 
 Kinds: ``flat`` (exact; right for up to a few hundred thousand chunks), ``hnsw`` (graph
-search for large corpora; ``ef_search`` trades speed for recall). Saved with
-``faiss.write_index``: a plain binary format, no pickle.
+search for large corpora; ``ef_search`` trades speed for recall), ``ivfpq`` (compressed codes in
+on-disk inverted lists, the top ``rescore`` candidates re-scored with exact vectors read from a
+memory-mapped file: for corpora whose vectors do not fit in RAM; see ``indexes/ivf.py``). Saved
+with ``faiss.write_index``: a plain binary format, no pickle.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import ConfigError, IndexCorruptError, require
+from indexes import ivf
 
 INDEX_FILE = "index.faiss"
 PARAMS_FILE = "medcite_dense.json"
@@ -22,14 +25,35 @@ PARAMS_FILE = "medcite_dense.json"
 
 @dataclass(frozen=True)
 class DenseParams:
-    kind: str = "flat"  # "flat" | "hnsw"
+    kind: str = "flat"  # "flat" | "hnsw" | "ivfpq"
     hnsw_m: int = 32
     ef_construction: int = 200
     ef_search: int = 128
+    # ivfpq (defaults chosen at 1M by bench/ivfpq_rescore.py: recall@10 0.97; docs/benchmarks.md)
+    nlist: int = 1024  # inverted lists (coarse centroids); about 4-16 x sqrt(rows)
+    pq_m: int = 96  # PQ sub-quantisers = bytes per vector at 8 bits; must divide the dimension
+    pq_nbits: int = 8
+    nprobe: int = 128  # lists searched per query
+    rescore: int = 100  # IVF-PQ candidates re-scored with exact vectors (0: none)
+    rescore_dtype: str = "float16"  # of the memory-mapped vectors file: float16 | float32
+    train_size: int = 65_536  # training sample (rows), drawn with a fixed seed
 
     def __post_init__(self) -> None:
-        if self.kind not in {"flat", "hnsw"}:
-            raise ConfigError(f"unknown dense index kind {self.kind!r}; choose flat or hnsw")
+        if self.kind not in {"flat", "hnsw", "ivfpq"}:
+            raise ConfigError(
+                f"unknown dense index kind {self.kind!r}; choose flat or hnsw (in RAM) or ivfpq (compressed)"
+            )
+        for name in ("nlist", "pq_m", "nprobe", "train_size", "hnsw_m", "ef_construction", "ef_search"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"dense {name} must be at least 1, not {getattr(self, name)}")
+        if not 1 <= self.pq_nbits <= 16:
+            raise ConfigError(f"pq_nbits {self.pq_nbits} is outside 1..16; 8 is the usual choice")
+        if self.nprobe > self.nlist:
+            raise ConfigError(f"nprobe {self.nprobe} exceeds nlist {self.nlist}; lower nprobe")
+        if self.rescore < 0:
+            raise ConfigError(f"rescore must be 0 (off) or a candidate count, not {self.rescore}")
+        if self.rescore_dtype not in ivf.VECTORS_FILES:
+            raise ConfigError(f"rescore_dtype {self.rescore_dtype!r}: choose float16 or float32")
 
 
 def _faiss() -> Any:
@@ -37,13 +61,21 @@ def _faiss() -> Any:
 
 
 class DenseIndex:
-    def __init__(self, index: Any, params: DenseParams) -> None:
+    def __init__(self, index: Any, params: DenseParams, vectors: np.ndarray | None = None) -> None:
         self._index = index
         self.params = params
+        self._vectors = vectors  # ivfpq: the exact vectors that re-score candidates (mmap once saved)
+        self._on_disk = False  # ivfpq loaded from a folder: its lists are memory-mapped there
 
     @classmethod
     def build(cls, vectors: np.ndarray, params: DenseParams) -> DenseIndex:
         faiss = _faiss()
+        if params.kind == "ivfpq":  # in one process; sharded builds use indexes.ivf directly
+            index = ivf.trained_index(ivf.training_sample(vectors, params), params)
+            for start in range(0, len(vectors), 100_000):
+                part = np.ascontiguousarray(vectors[start : start + 100_000], dtype=np.float32)
+                index.add_with_ids(part, np.arange(start, start + len(part), dtype=np.int64))
+            return cls(index, params, np.asarray(vectors, dtype=params.rescore_dtype))
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         dim = vectors.shape[1]
         if params.kind == "flat":
@@ -56,6 +88,11 @@ class DenseIndex:
         return cls(index, params)
 
     def save(self, folder: Path) -> None:
+        if self.params.kind == "ivfpq":
+            if self._on_disk or self._vectors is None:
+                raise ConfigError("this ivfpq index was loaded from disk; copy its folder instead of saving")
+            ivf.save_built(self._index, self._vectors, self.params, folder)
+            return
         folder.mkdir(parents=True, exist_ok=True)
         _faiss().write_index(self._index, str(folder / INDEX_FILE))
         (folder / PARAMS_FILE).write_text(json.dumps(asdict(self.params)))
@@ -65,6 +102,11 @@ class DenseIndex:
         faiss = _faiss()
         try:
             params = DenseParams(**json.loads((folder / PARAMS_FILE).read_text()))
+            if params.kind == "ivfpq":
+                index, vectors = ivf.load_ivfpq(folder)
+                loaded = cls(index, params, vectors)
+                loaded._on_disk = True
+                return loaded
             index = faiss.read_index(str(folder / INDEX_FILE))
         except (OSError, ValueError, TypeError, RuntimeError) as exc:
             raise IndexCorruptError(f"cannot load the FAISS index in {folder}: {exc}") from exc
@@ -82,6 +124,10 @@ class DenseIndex:
 
     def reconstruct(self, start: int, n: int) -> np.ndarray:
         """The stored vectors of rows ``start .. start+n`` (to reuse them in another index)."""
+        if self.params.kind == "ivfpq":
+            if self._vectors is None:
+                raise ConfigError("this ivfpq index was merged without its vectors file; rebuild it with one")
+            return np.asarray(self._vectors[start : start + n], dtype=np.float32)
         return np.asarray(self._index.reconstruct_n(start, n), dtype=np.float32)
 
     def search(
@@ -97,11 +143,13 @@ class DenseIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         faiss = _faiss()
         query = np.ascontiguousarray(query.reshape(1, -1), dtype=np.float32)
+        rows = None if allowed is None else np.flatnonzero(allowed).astype(np.int64)
+        if rows is not None and rows.size == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if self.params.kind == "ivfpq":
+            return ivf.search_ivfpq(self._index, self._vectors, self.params, query, k, rows)
         search_params = None
-        if allowed is not None:
-            rows = np.flatnonzero(allowed).astype(np.int64)
-            if rows.size == 0:
-                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if rows is not None:
             selector = faiss.IDSelectorBatch(rows)
             search_params = (
                 faiss.SearchParametersHNSW(sel=selector, efSearch=self.params.ef_search)
