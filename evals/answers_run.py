@@ -19,6 +19,7 @@ from core.paths import Paths
 from evals.answer_quality import AnswerItem, evaluate_answers
 from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig, condition_profile
+from evals.engine_ray import RayPool, Task, fan_out
 from evals.generation_cache import CachingGenerator
 from evals.judge_cache import default_judge_cache_path
 from evals.metrics.choice import wilson_interval
@@ -69,6 +70,12 @@ def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition:
     )
 
 
+def answer_task_record(model: CachingGenerator, assembled: Any, task: Task, config: EvalConfig,
+                       paths: Paths) -> ItemRecord:  # fmt: skip
+    """A Ray worker's answer to one free-text item (``evals.engine_ray.Task.answer``)."""
+    return answer_record(assembled, model, task.item, task.condition, config, paths)
+
+
 def cited_sentence_counts(answer: Any) -> dict[str, int]:
     """Cited sentences the model wrote and those presented, each with how many were supported
     (verifier support at the threshold and every cited passage about the question)."""
@@ -81,9 +88,11 @@ def cited_sentence_counts(answer: Any) -> dict[str, int]:
 
 
 def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator,
-                items: dict[str, list[Any]], summary: Any, progress: bool) -> None:  # fmt: skip
-
+                items: dict[str, list[Any]], summary: Any, progress: bool,
+                pool: RayPool | None = None) -> None:  # fmt: skip
+    """Every free-text set under each of its RAG cells; with a Ray ``pool``, on its workers."""
     done = run.done_keys()
+    tasks: list[Task] = []
     base = load_profile(config.profile)
     for ds, dataset_items in items.items():
         for cell in config.answer_conditions(ds):
@@ -91,6 +100,9 @@ def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: Cachin
             stats = summary.conditions.setdefault(name, ConditionStats())
             todo = not_done(dataset_items, [(name, ds, it.qid) for it in dataset_items], done, stats)
             if not todo:
+                continue
+            if pool is not None:
+                tasks += [Task("answers", cell, name, ds, item, answer_task_record) for item in todo]
                 continue
             profile = condition_profile(base, cell)
 
@@ -103,6 +115,8 @@ def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: Cachin
             run_condition(todo, opened, answer, run, stats, generator=generator,
                           failed=lambda r: r.error is not None, desc=f"{ds} {name}",
                           progress=progress)  # fmt: skip
+    if tasks and pool is not None:
+        fan_out(pool, tasks, run, summary.conditions, progress)
 
 
 def answer_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:

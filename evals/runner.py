@@ -22,6 +22,7 @@ from core.errors import ConfigError, MedciteError
 from core.paths import Paths
 from evals.conditions import ConditionStats, not_done, run_condition
 from evals.config import EvalConfig, condition_profile
+from evals.engine_ray import RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
 from evals.generation_cache import CachingGenerator
 from evals.records import ItemRecord
 from evals.rundir import RunDir
@@ -37,9 +38,12 @@ class RunSummary:
     folder: Path
     conditions: dict[str, ConditionStats] = field(default_factory=dict)
     seconds: float = 0.0
+    workers_lost: int = 0  # --engine ray: workers that died (their items were answered by others)
 
     def text(self) -> str:
         lines = [f"run {self.folder} ({self.seconds:.0f} s)"]
+        if self.workers_lost:
+            lines.append(f"  {self.workers_lost} Ray worker(s) lost; their items were answered by the others")
         for name, c in self.conditions.items():
             lines.append(
                 f"  {name}: {c.answered} new, {c.skipped} already done, {c.failed} failed, "
@@ -86,16 +90,24 @@ def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], A
     return lambda: assembled.pipeline.choose(item.question, item.options)
 
 
+def mcq_task_record(model: Generator, assembled: Any, task: Task, config: EvalConfig,
+                    paths: Paths) -> ItemRecord:  # fmt: skip
+    """A Ray worker's answer to one multiple-choice item (``evals.engine_ray.Task.answer``)."""
+    return _mcq_record(_answerer(model, assembled, task.item), task.dataset, task.item, task.condition)
+
+
 def run_mcq(
     config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator, items: dict[str, list[Any]],
-    summary: RunSummary, progress: bool,
+    summary: RunSummary, progress: bool, pool: RayPool | None = None,
 ) -> None:  # fmt: skip
     """Dataset by dataset, every condition of the grid: an interrupted run leaves whole paired
     comparisons for the datasets it finished, not one arm of every dataset.
 
     A set's perturbed copies (``medqa~shuffle-options``) run with it, each right after its
-    original item: the prompts share their start, which the model's cache then reuses."""
+    original item: the prompts share their start, which the model's cache then reuses. With a
+    Ray ``pool`` the same items, in the same order, go to its workers as one stream."""
     done = run.done_keys()
+    tasks: list[Task] = []
     base = load_profile(config.profile)
     cells = config.conditions()
     for cell in cells:
@@ -104,8 +116,12 @@ def run_mcq(
         for cell in cells:
             name, stats = cell["name"], summary.conditions[cell["name"]]
             todo = not_done(pairs, [(name, ds, it.qid) for ds, it in pairs], done, stats)
-            if todo:
+            if todo and pool is not None:
+                tasks += [Task("mcq", cell, name, dataset, item, mcq_task_record) for dataset, item in todo]
+            elif todo:
                 _run_cell(cell, family, todo, base, paths, run, generator, stats, progress)
+    if tasks and pool is not None:
+        fan_out(pool, tasks, run, summary.conditions, progress)
 
 
 def _families(items: dict[str, list[Any]]) -> dict[str, list[tuple[str, Any]]]:
@@ -248,11 +264,13 @@ def run_eval(
     restart: bool = False,
     progress: bool = True,
     generator: Generator | None = None,
+    engine: RayEngine | None = None,
 ) -> RunSummary:
     """Run (or resume) every condition of ``config`` and write the run directory.
 
     ``generator`` replaces the profile's model (tests; an already loaded model); it is still
-    put behind the run cache.
+    put behind the run cache. ``engine`` answers the multiple-choice and free-text items on Ray
+    workers (``evals.engine_ray``); this process still owns the run directory and the cache.
     """
     from evals.retrieval_run import run_retrieval, write_trec
     from evals.summary import write_summary
@@ -265,19 +283,17 @@ def run_eval(
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
     needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
-    model = None
-    if generator is not None:
-        model = CachingGenerator(generator, generation_cache_path(paths))
-    elif needs_model:
-        model = open_generator(config, paths)
+    model = _run_model(config, paths, generator, engine, needs_model)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
-        if items and model is not None:
-            run_mcq(config, paths, run, model, items, summary, progress)
-        if answer_items and model is not None:
-            from evals.answers_run import run_answers
+        with _pool(engine, config, paths, model, generator, bool(items or answer_items)) as pool:
+            if items and model is not None:
+                run_mcq(config, paths, run, model, items, summary, progress, pool)
+            if answer_items and model is not None:
+                from evals.answers_run import run_answers
 
-            run_answers(config, paths, run, model, answer_items, summary, progress)
+                run_answers(config, paths, run, model, answer_items, summary, progress, pool)
+            summary.workers_lost = len(pool.lost) if pool is not None else 0
         if sets:
             run_retrieval(config, paths, run, model, sets, summary, progress)
     finally:
@@ -291,7 +307,7 @@ def run_eval(
             "answer_items": {ds: len(v) for ds, v in answer_items.items()},
             "skipped_rows": skipped,
             "session": {"started": started, "seconds": round(summary.seconds, 1),
-                        "conditions": summary.cost()},
+                        "conditions": summary.cost(), "engine": _engine_note(engine, summary)},
         })  # fmt: skip
         if model is not None:
             model.close()
@@ -299,6 +315,34 @@ def run_eval(
     write_trec(records, run.folder / "run.trec")
     write_summary(run.folder, records, sets, summary.cost(), paths)
     return summary
+
+
+def _run_model(config: EvalConfig, paths: Paths, generator: Generator | None, engine: RayEngine | None,
+               needed: bool) -> CachingGenerator | None:  # fmt: skip
+    """The run's model behind the run cache: a server pool's identity (its workers call it), the
+    given generator, the profile's, or none when nothing in the run asks a model."""
+    if engine is not None and engine.servers:
+        return CachingGenerator(driver_generator(config, paths, engine), generation_cache_path(paths))
+    if generator is not None:
+        return CachingGenerator(generator, generation_cache_path(paths))
+    return open_generator(config, paths) if needed else None
+
+
+def _engine_note(engine: RayEngine | None, summary: RunSummary) -> dict[str, Any]:
+    """How this session ran, for the manifest."""
+    if engine is None:
+        return {"name": "local"}
+    return {"name": "ray", "workers": engine.workers, "address": engine.address,
+            "servers": list(engine.servers), "per_server": engine.per_server,
+            "workers_lost": summary.workers_lost}  # fmt: skip
+
+
+def _pool(engine: RayEngine | None, config: EvalConfig, paths: Paths, model: CachingGenerator | None,
+          generator: Generator | None, needed: bool) -> AbstractContextManager[RayPool | None]:  # fmt: skip
+    """Ray workers for the run's model items, or nothing (the local engine; no model items)."""
+    if engine is None or model is None or not needed:
+        return nullcontext(None)
+    return ray_pool(engine, config, paths, model, None if engine.servers else generator)
 
 
 def _index_fingerprints(config: EvalConfig, paths: Paths) -> dict[str, Any]:

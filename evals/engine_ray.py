@@ -1,0 +1,371 @@
+"""``medcite eval run --engine ray``: the items of a run fan out to Ray actors; the driver keeps the run.
+
+Each :class:`EvalWorker` actor builds its generator once (the profile's model, or the one a test
+passes) and opens a condition's pipeline once, when its first item of that condition arrives; it
+answers one item at a time with the same functions as the local engine (``evals.runner`` and
+``evals.answers_run``), so a record is the same record wherever it was made. The driver alone:
+
+- writes the run directory: each record is appended as it arrives (a kill loses only the items in
+  flight), and done keys are skipped on resume exactly as in a local run;
+- writes the generation cache: a worker looks entries up through a :class:`CacheReader` actor pinned
+  to the driver's node (it reads the driver's sqlite file, which WAL lets it do while the driver
+  writes), and returns the entries its model calls made with each record, which the driver stores
+  before it writes the record; a rerun of a finished run therefore makes no model call;
+- retries: an actor that dies (its node lost) has its in-flight items given to the others, and a
+  record is written once per key, so no item is lost or duplicated. An item's own failure is a
+  record with the error, as locally; anything else stops the run (rerun to resume).
+
+With a server pool (``--server URL`` repeated; the profile's generator must be the OpenAI-compatible
+backend), every item is sent to the server with the fewest items in flight, at most ``per_server``
+at a time per server; the pool counts as one model for the cache (see :func:`pool_fingerprint`).
+Retrieval conditions stay in the driver (they are index look-ups, not model calls).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from core.errors import ConfigError, MedciteError
+from core.paths import Paths
+from evals.conditions import ConditionStats
+from evals.config import EvalConfig, condition_profile
+from evals.generation_cache import GENERATIONS, CachingGenerator, DiskCachedGenerator
+from evals.records import ItemRecord, write_records
+from evals.rundir import RunDir
+from indexes.sqlite_cache import JSON, SqliteCache
+from rag.protocols import Generator
+
+DEFAULT_WORKER_CPUS = 0.8  # below 1: leaves Ray (and the driver) a little CPU on every node
+POOL_WORKER_CPUS = 0.25  # a worker of a server pool mostly waits on HTTP
+
+
+@dataclass(frozen=True)
+class RayEngine:
+    """How ``--engine ray`` runs: ``workers`` actors on the cluster at ``address`` (None: Ray's own
+    rule, see ``core.ray_runtime``), optionally sending model calls to ``servers``."""
+
+    workers: int = 2
+    address: str | None = None
+    servers: tuple[str, ...] = ()
+    per_server: int = 1  # items in flight per server
+    worker_cpus: float | None = None  # None: DEFAULT_WORKER_CPUS, or POOL_WORKER_CPUS with servers
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ConfigError(f"--workers must be at least 1, got {self.workers}")
+        if self.per_server < 1:
+            raise ConfigError(f"--per-server must be at least 1, got {self.per_server}")
+
+    @property
+    def cpus(self) -> float:
+        if self.worker_cpus is not None:
+            return self.worker_cpus
+        return POOL_WORKER_CPUS if self.servers else DEFAULT_WORKER_CPUS
+
+
+@dataclass(frozen=True)
+class Task:
+    """One item of one condition: ``kind`` is ``"mcq"`` or ``"answers"``; ``answer`` is the
+    module-level function that answers it on a worker, ``answer(model, pipeline, task, config,
+    paths) -> ItemRecord`` (the runner's own, passed in so this module never imports the runner)."""
+
+    kind: str
+    cell: dict[str, Any]
+    condition: str
+    dataset: str
+    item: Any
+    answer: Callable[..., ItemRecord]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.condition, self.dataset, self.item.qid)
+
+    def failed(self, record: ItemRecord) -> bool:
+        """What the local engine counts as failed: no choice (MCQ), an error (free text)."""
+        return record.pred is None if self.kind == "mcq" else record.error is not None
+
+
+@dataclass
+class Result:
+    """A worker's answer: the record, the cache entries its model calls made, and the lookups."""
+
+    record: ItemRecord
+    entries: dict[str, Any] = field(default_factory=dict)
+    hits: int = 0
+    misses: int = 0
+
+
+def pool_fingerprint(base_url_free: dict[str, Any]) -> dict[str, Any]:
+    """The identity of a server pool: the model, not the URLs (every server must serve that model),
+    so a pool of any size, in any order, reads the same cache entries."""
+    return {**{k: v for k, v in base_url_free.items() if k != "base_url"}, "base_url": "server-pool"}
+
+
+class _PoolModel:
+    """The driver's stand-in for a server pool's model: an identity for the cache and manifest."""
+
+    def __init__(self, fingerprint: dict[str, Any]) -> None:
+        self.name = str(fingerprint.get("name", "server-pool"))
+        self._fingerprint = fingerprint
+
+    def fingerprint(self) -> dict[str, Any]:
+        return self._fingerprint
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise MedciteError("the server pool's model is called by the Ray workers, never by the driver")
+
+    generate = stream = next_token_logprobs = _refuse
+
+
+def driver_generator(config: EvalConfig, paths: Paths, engine: RayEngine) -> Generator:
+    """What the driver's generation cache is keyed by: the profile's model (constructing it does
+    not load it), or the pool's identity."""
+    from rag.assemble import make_generator
+    from rag.profile import load_profile
+
+    settings = load_profile(config.profile).generator
+    if not engine.servers:
+        return make_generator(settings, paths)
+    if settings.backend != "openai":
+        raise ConfigError(
+            f"--server needs a profile whose generator is the OpenAI-compatible backend (backend = "
+            f'"openai"); profile {config.profile!r} uses {settings.backend!r}'
+        )
+    first = make_generator(settings.model_copy(update={"base_url": engine.servers[0]}), paths)
+    return _PoolModel(pool_fingerprint(first.fingerprint()))
+
+
+# -- the worker side ---------------------------------------------------------------------------
+
+
+class CacheReader:
+    """Ray actor on the driver's node: answers lookups from the driver's generation cache file."""
+
+    def __init__(self, path: str) -> None:
+        self.cache = SqliteCache(Path(path), GENERATIONS, JSON, label="generation cache (reader)")
+
+    def get(self, key: str) -> Any:
+        return self.cache.get(key)
+
+
+class _ShippingCache:
+    """A worker's view of the cache: the driver's entries (read through the reader actor) plus its
+    own new ones, which :meth:`take` hands over with each record."""
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.own: dict[str, Any] = {}
+        self.new: dict[str, Any] = {}
+
+    def get(self, key: str) -> Any:
+        if key in self.own:
+            return self.own[key]
+        import ray
+
+        return ray.get(self.reader.get.remote(key))
+
+    def put(self, key: str, value: Any) -> None:
+        self.own[key] = self.new[key] = value
+
+    def take(self) -> dict[str, Any]:
+        new, self.new = self.new, {}
+        return new
+
+    def close(self) -> None:
+        """Nothing to close: the driver owns the file."""
+
+
+class _ShippingGenerator(CachingGenerator):
+    """The eval cache's keys and lookups on a worker, keyed by the driver's model identity."""
+
+    def __init__(self, inner: Generator, cache: _ShippingCache, fingerprint: dict[str, Any]) -> None:
+        # The same keys as the driver's CachingGenerator; the store is the shipping cache.
+        DiskCachedGenerator.__init__(self, inner, cast(Any, cache))
+        self._fingerprint = fingerprint
+
+
+class EvalWorker:
+    """Ray actor: one model, the pipeline of the condition at hand, one item at a time."""
+
+    def __init__(self, config: EvalConfig, paths: Paths, generator: Generator | None,
+                 fingerprint: dict[str, Any], reader: Any, pooled: bool) -> None:  # fmt: skip
+        from rag.assemble import make_generator
+        from rag.profile import load_profile
+
+        self.config, self.paths = config, paths
+        self.base = load_profile(config.profile)
+        if pooled:  # each item names its server (see answer); until then, only the pool's identity
+            inner: Generator = _PoolModel(fingerprint)
+        else:
+            inner = generator if generator is not None else make_generator(self.base.generator, paths)
+        self.cache = _ShippingCache(reader)
+        self.model = _ShippingGenerator(inner, self.cache, fingerprint)
+        self.servers: dict[str, Generator] = {}
+        self.opened: tuple[str, Any] | None = None
+
+    def answer(self, task: Task, server: str | None) -> Result:
+        if server is not None:
+            self.model.inner = self._server(server)
+        resource = self._open(task.cell)
+        hits, misses = self.model.hits, self.model.misses
+        record = task.answer(self.model, resource, task, self.config, self.paths)
+        return Result(record, self.cache.take(), self.model.hits - hits, self.model.misses - misses)
+
+    def _server(self, url: str) -> Generator:
+        if url not in self.servers:
+            from rag.assemble import make_generator
+
+            settings = self.base.generator.model_copy(update={"base_url": url})
+            self.servers[url] = make_generator(settings, self.paths)
+        return self.servers[url]
+
+    def _open(self, cell: dict[str, Any]) -> Any:
+        """The condition's pipeline (None closed-book), opened once while its items keep coming."""
+        from rag.assemble import assemble
+
+        if self.opened is not None and self.opened[0] == cell["name"]:
+            return self.opened[1]
+        self._close()
+        resource = None
+        if not cell["closed_book"]:
+            resource = assemble(condition_profile(self.base, cell), self.paths, generator=self.model)
+        self.opened = (cell["name"], resource)
+        return resource
+
+    def _close(self) -> None:
+        if self.opened is not None and self.opened[1] is not None:
+            self.opened[1].close()
+        self.opened = None
+
+
+# -- the driver side ---------------------------------------------------------------------------
+
+
+class RayPool:
+    """The actors of one run (made once, used by every condition) and the dispatch loop."""
+
+    def __init__(self, ray: Any, engine: RayEngine, config: EvalConfig, paths: Paths, model: CachingGenerator,
+                 generator: Generator | None) -> None:  # fmt: skip
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        self.ray, self.engine, self.model = ray, engine, model
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
+        reader_cls = ray.remote(CacheReader).options(num_cpus=0, max_concurrency=8, scheduling_strategy=here)
+        self.reader = reader_cls.remote(str(model.cache.path))
+        worker_cls = ray.remote(EvalWorker).options(num_cpus=engine.cpus, max_restarts=0)
+        fingerprint = model.fingerprint()
+        self.actors = [
+            worker_cls.remote(config, paths, generator, fingerprint, self.reader, bool(engine.servers))
+            for _ in range(engine.workers)
+        ]
+        self.alive = list(range(engine.workers))
+        self.lost: list[int] = []  # actors that died, in order (tests, the run summary)
+
+    def close(self) -> None:
+        for actor in [*self.actors, self.reader]:
+            with contextlib.suppress(Exception):  # an actor already gone has nothing to end
+                self.ray.kill(actor)
+
+    def run(self, tasks: Sequence[Task], on_result: Callable[[Task, Result], None]) -> None:
+        """Answer ``tasks``; call ``on_result`` in the driver as each arrives (any order)."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        queue = deque(tasks)
+        depth = 1 if self.engine.servers else 2  # items queued per actor: the next one waits there
+        inflight: dict[Any, tuple[int, Task, str | None]] = {}
+        per_actor: Counter[int] = Counter()
+        per_server: Counter[str] = Counter()
+        while queue or inflight:
+            self._submit(queue, inflight, per_actor, per_server, depth)
+            ready, _ = self.ray.wait(list(inflight), num_returns=1)
+            for ref in ready:
+                actor, task, server = inflight.pop(ref)
+                per_actor[actor] -= 1
+                if server is not None:
+                    per_server[server] -= 1
+                try:
+                    result = self.ray.get(ref)
+                except RayTaskError as exc:  # a bug or a crash in the item's code, not a node lost
+                    raise exc.as_instanceof_cause() from None
+                except RayActorError as exc:
+                    if exc.actor_init_failed:  # the same on every node: a setting, not a node lost
+                        raise MedciteError(f"a Ray eval worker could not start: {exc}") from None
+                    if actor in self.alive:
+                        self.alive.remove(actor)
+                        self.lost.append(actor)
+                    queue.appendleft(task)  # answered again by a live actor; nothing was written
+                    continue
+                on_result(task, result)
+            if queue and not self.alive:
+                raise MedciteError(
+                    f"every Ray worker of this run died ({len(self.lost)} lost); the finished items "
+                    "are in the run directory: run the same command again to resume"
+                )
+
+    def _submit(self, queue: deque[Task], inflight: dict[Any, tuple[int, Task, str | None]],
+                per_actor: Counter[int], per_server: Counter[str], depth: int) -> None:  # fmt: skip
+        for level in range(depth):  # breadth first: every actor gets an item before any gets two
+            for actor in self.alive:
+                if not queue or per_actor[actor] > level:
+                    continue
+                server = self._free_server(per_server)
+                if self.engine.servers and server is None:
+                    return
+                task = queue.popleft()
+                ref = self.actors[actor].answer.remote(task, server)
+                inflight[ref] = (actor, task, server)
+                per_actor[actor] += 1
+                if server is not None:
+                    per_server[server] += 1
+
+    def _free_server(self, per_server: Counter[str]) -> str | None:
+        free = [s for s in self.engine.servers if per_server[s] < self.engine.per_server]
+        return min(free, key=lambda s: per_server[s]) if free else None
+
+
+def fan_out(pool: RayPool, tasks: Sequence[Task], run: RunDir, stats: dict[str, ConditionStats],
+            progress: bool) -> None:  # fmt: skip
+    """Answer ``tasks`` on the pool; store each result's cache entries, then append its record, as it
+    arrives; add counts and seconds (wall time until a condition's last item) to ``stats``."""
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    before = {name: s.seconds for name, s in stats.items()}
+    written: set[tuple[str, str, str]] = set()
+    with tqdm(total=len(tasks), desc="ray", unit="q", disable=not progress, dynamic_ncols=True) as bar:
+
+        def on_result(task: Task, result: Result) -> None:
+            if task.key in written:  # a result comes once per submission; a guard, not a path taken
+                return
+            if result.entries:
+                pool.model.cache.put_many(result.entries)
+            write_records(run.records_path, [result.record])
+            written.add(task.key)
+            s = stats[task.condition]
+            s.answered += 1
+            s.failed += task.failed(result.record)
+            s.cache_hits += result.hits
+            s.cache_misses += result.misses
+            s.seconds = round(before[task.condition] + time.perf_counter() - start, 1)
+            bar.update(1)
+
+        pool.run(tasks, on_result)
+
+
+@contextmanager
+def ray_pool(engine: RayEngine, config: EvalConfig, paths: Paths, model: CachingGenerator,
+             generator: Generator | None) -> Iterator[RayPool]:  # fmt: skip
+    """Connect to Ray (``core.ray_runtime.connect``), start the actors, stop them afterwards."""
+    from core.ray_runtime import connect
+
+    with connect(engine.address) as ray:
+        pool = RayPool(ray, engine, config, paths, model, generator)
+        with closing(pool):
+            yield pool
