@@ -28,14 +28,15 @@ from tqdm.auto import tqdm
 from core import __version__
 from core.errors import ConfigError, EmptyCorpusError, IndexStoreError
 from core.types import Chunk, Document
-from corpora.chunking import ChunkerConfig, TokenSpans, chunk_document
+from corpora import build_writers as writers
+from corpora.chunking import ChunkerConfig, TokenSpans
+from corpora.engine import BuildEngine, LocalEngine
 from corpora.sources.base import Source
 from indexes import text
-from indexes.bm25 import Bm25Params, Bm25sIndex, RankBm25Index
+from indexes.bm25 import Bm25Params
 from indexes.chunkstore import ChunkStore, write_chunks
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense import DenseParams
 from indexes.embedder import SentenceTransformerEmbedder
-from indexes.embedding_cache import embed_cached
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR
 
@@ -48,8 +49,13 @@ class BuildConfig:
     lexical_backend: str = "bm25s"
     dense: DenseParams | None = field(default_factory=DenseParams)  # None: BM25 only
     limit: int | None = None  # at most this many documents per source (samples, tests)
+    shards: int = 1  # 1: one BM25 and one dense index (the unsharded layout); N: indexes/shards.py
 
     def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ConfigError(f"shards must be at least 1, got {self.shards}")
+        if self.shards > 1 and self.lexical_backend != "bm25s":
+            raise ConfigError("a sharded index needs the bm25s lexical backend; drop --lexical or --shards")
         if not self.name or "/" in self.name or self.name.startswith("."):
             raise ConfigError(f"invalid index name {self.name!r}: use letters, digits, - and _")
         if self.lexical_backend not in {"bm25s", "rank-bm25"}:
@@ -78,12 +84,13 @@ def _limited(docs: Iterable[Document], limit: int | None) -> Iterator[Document]:
         yield doc
 
 
-def _chunks(
-    sources: list[Source], spans: TokenSpans, config: BuildConfig, counts: dict[str, Any], progress: bool
-) -> Iterator[Chunk]:
+def _documents(
+    sources: list[Source], config: BuildConfig, counts: dict[str, Any], names: list[str], progress: bool
+) -> Iterator[Document]:
+    """Every source's documents in order (each id once); ``names`` gets each one's source name."""
     seen: set[str] = set()
     for source in sources:
-        per = counts["per_source"].setdefault(source.name, {"documents": 0, "chunks": 0, "empty": 0})
+        counts["per_source"].setdefault(source.name, {"documents": 0, "chunks": 0, "empty": 0})
         docs = tqdm(
             _limited(source.documents(), config.limit),
             desc=f"chunking {source.name}",
@@ -94,13 +101,24 @@ def _chunks(
             if doc.doc_id in seen:
                 raise ConfigError(f"document id {doc.doc_id} appears twice; is a source listed twice?")
             seen.add(doc.doc_id)
-            chunks = chunk_document(doc, spans, config.chunker)
-            if not chunks:
-                per["empty"] += 1
-                continue
-            per["documents"] += 1
-            per["chunks"] += len(chunks)
-            yield from chunks
+            names.append(source.name)
+            yield doc
+
+
+def _chunks(
+    sources: list[Source], spans: TokenSpans, config: BuildConfig, counts: dict[str, Any],
+    progress: bool, engine: BuildEngine,
+) -> Iterator[Chunk]:  # fmt: skip
+    names: list[str] = []  # the engine reads document n before it yields its chunks
+    documents = _documents(sources, config, counts, names, progress)
+    for n, chunks in enumerate(engine.chunk(documents, spans, config.chunker)):
+        per = counts["per_source"][names[n]]
+        if not chunks:
+            per["empty"] += 1
+            continue
+        per["documents"] += 1
+        per["chunks"] += len(chunks)
+        yield from chunks
 
 
 @contextlib.contextmanager
@@ -146,31 +164,39 @@ def build_index(
     embedder: SentenceTransformerEmbedder | None,
     cache_dir: Path,
     progress: bool = True,
+    engine: BuildEngine | None = None,
 ) -> BuildReport:
-    """Build ``indexes_dir/<config.name>`` from ``sources``; see the module docstring."""
+    """Build ``indexes_dir/<config.name>`` from ``sources``; see the module docstring.
+
+    ``engine`` runs the chunking, embedding and index writing (default: this process); the
+    files it produces are the same either way.
+    """
+    engine = engine or LocalEngine()
     if config.dense is not None and embedder is None:
         raise ConfigError("a dense index needs an embedder; pass one or build with --no-dense")
     indexes_dir.mkdir(parents=True, exist_ok=True)
-    with _build_lock(indexes_dir, config.name):
+    with _build_lock(indexes_dir, config.name), engine.session():
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{uuid.uuid4().hex[:8]}"
         work = indexes_dir / f".{config.name}.{stamp}.building"
         work.mkdir()
         stages = _Stages("writing chunks", work)  # named in the error if the disk fills up
         started = time.perf_counter()
         try:
-            chunks, passages, counts = _write_chunks_and_bm25(sources, config, work, spans, stages, progress)
+            chunks, passages, counts = _write_chunks_and_bm25(
+                sources, config, work, spans, stages, progress, engine
+            )
             reused = 0
             stages.seconds["embed"] = stages.seconds["faiss"] = 0.0
             if config.dense is not None and embedder is not None:
                 with stages.timed("embed", "embedding (writing the vector cache)", cache_dir):
-                    vectors, reused = embed_cached(embedder, passages, cache_dir, progress=progress)
+                    vectors, reused = engine.embed(embedder, passages, cache_dir, progress=progress)
                 with stages.timed("faiss", "writing the FAISS index", work):
-                    DenseIndex.build(vectors, config.dense).save(work / DENSE_DIR)
+                    writers.write_dense(engine, work / DENSE_DIR, vectors, config.dense, config.shards)
             stages.seconds["total"] = time.perf_counter() - started
             counts["embeddings_from_cache"] = reused
             stages.label, stages.where = "writing the manifest", work
             fields = _manifest_fields(sources, config, chunks, counts, tokenizer_name, embedder, stages)
-            manifest = write_manifest(work, fields)
+            manifest = write_manifest(work, _with_engine(fields, engine, config.shards, len(chunks)))
             final = indexes_dir / f"{config.name}.{stamp}"
             work.rename(final)
         except BaseException as exc:
@@ -188,13 +214,14 @@ def build_index(
 
 
 def _write_chunks_and_bm25(
-    sources: list[Source], config: BuildConfig, work: Path, spans: TokenSpans, stages: _Stages, progress: bool
-) -> tuple[list[Chunk], list[str], dict[str, Any]]:
+    sources: list[Source], config: BuildConfig, work: Path, spans: TokenSpans, stages: _Stages,
+    progress: bool, engine: BuildEngine,
+) -> tuple[list[Chunk], list[str], dict[str, Any]]:  # fmt: skip
     """Chunks to ``chunks.jsonl`` and the BM25 index over them; returns the chunks, the texts that
     were indexed (title, section and body) and counts."""
     counts: dict[str, Any] = {"per_source": {}}
     with stages.timed("chunk", "writing chunks", work):
-        n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress))
+        n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress, engine))
     if n_chunks == 0:
         names = ", ".join(s.name for s in sources)
         raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
@@ -203,10 +230,9 @@ def _write_chunks_and_bm25(
     store.close()
     passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
     with stages.timed("bm25", "writing the BM25 index", work):
-        tokens = [text.tokenize(p) for p in passages]
-        lexical_cls = Bm25sIndex if config.lexical_backend == "bm25s" else RankBm25Index
-        lexical_cls.build(tokens, config.bm25).save(work / BM25_DIR)
-        del tokens
+        writers.write_bm25(
+            engine, work / BM25_DIR, passages, config.lexical_backend, config.bm25, config.shards
+        )
     counts["documents"] = sum(p["documents"] for p in counts["per_source"].values())
     counts["chunks"] = n_chunks
     return chunks, passages, counts
@@ -238,6 +264,16 @@ def _manifest_fields(
             "machine": platform.machine(),
         },
     }
+
+
+def _with_engine(fields: dict[str, Any], engine: BuildEngine, shards: int, rows: int) -> dict[str, Any]:
+    """The engine under ``build``; with more than one shard, ``shards`` (indexes/shards.py)."""
+    fields["build"]["engine"] = engine.describe()
+    if shards > 1:
+        from indexes.shards import shard_ranges, sharding_manifest
+
+        fields["shards"] = sharding_manifest(shard_ranges(rows, shards))
+    return fields
 
 
 def _write_error(exc: OSError | sqlite3.Error, name: str, stage: str, where: Path) -> IndexStoreError:

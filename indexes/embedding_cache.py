@@ -12,13 +12,14 @@ already built index, so its vectors need not be computed again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from core.errors import ModelError
 from indexes.sqlite_cache import Codec, SqliteCache, Table, hash_key
 
 KEY_VERSION = 1  # bump when what a vector means changes (the embedder is in the file's path)
@@ -77,9 +78,19 @@ def store_for(embedder: Embedder, cache_dir: Path) -> VectorStore:
     return VectorStore(cache_dir / embedder.weights_sha256[:16] / "vectors.sqlite", embedder.dim)
 
 
-def _batches(order: np.ndarray, size: int) -> Iterator[np.ndarray]:
-    for start in range(0, len(order), size):
-        yield order[start : start + size]
+EmbedBatches = Callable[[Sequence[str], int], Iterator[np.ndarray]]
+"""``(texts, batch_size)`` -> the vectors of consecutive runs of ``texts``, in order (a build
+engine's way to embed: in this process, or on a pool of Ray actors)."""
+
+
+def embed_here(embedder: Embedder) -> EmbedBatches:
+    """Embed in this process, ``batch_size`` texts at a time."""
+
+    def run(texts: Sequence[str], batch_size: int) -> Iterator[np.ndarray]:
+        for start in range(0, len(texts), batch_size):
+            yield embedder.embed(texts[start : start + batch_size])
+
+    return run
 
 
 def embed_cached(
@@ -90,11 +101,14 @@ def embed_cached(
     batch_size: int = 256,
     sort_by_length: bool = True,
     progress: bool = True,
+    embed_batches: EmbedBatches | None = None,
 ) -> tuple[np.ndarray, int]:
     """Vectors for ``texts`` (n x dim float32, in input order) and how many came from the cache.
 
     With ``sort_by_length`` the missing texts are embedded shortest first, so each batch pads to
-    similar lengths (the transformer's cost grows with the longest text in a batch).
+    similar lengths (the transformer's cost grows with the longest text in a batch). Only the
+    missing texts go to ``embed_batches`` (default: this process); each batch that comes back is
+    committed to the cache before the next is read.
     """
     store = store_for(embedder, cache_dir)
     try:
@@ -113,12 +127,21 @@ def embed_cached(
         if sort_by_length and len(todo):
             todo = todo[np.argsort([len(texts[i]) for i in todo], kind="stable")]
         bar = tqdm(total=len(texts), initial=reused, desc="embedding", unit="chunk", disable=not progress)
-        for rows in _batches(todo, batch_size):
-            vectors = embedder.embed([texts[i] for i in rows])
+        run = embed_batches or embed_here(embedder)
+        done = 0
+        for vectors in run([texts[i] for i in todo], batch_size):
+            rows = todo[done : done + len(vectors)]
+            if len(rows) != len(vectors):
+                raise ModelError(
+                    f"the embedder returned {len(vectors)} vectors for {len(rows)} texts; rebuild"
+                )
             store.put_many([keys[i] for i in rows], vectors)
             out[rows] = vectors
+            done += len(rows)
             bar.update(len(rows))
         bar.close()
+        if done != len(todo):
+            raise ModelError(f"the embedder returned {done} vectors for {len(todo)} texts; rebuild")
         return out, reused
     finally:
         store.close()

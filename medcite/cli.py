@@ -58,7 +58,10 @@ def _index_commands(sub: Sub) -> None:
     )
     build.add_argument("--fetch", action="store_true", help="download public sources first (needs a network)")
     build.add_argument("--no-dense", action="store_true", help="BM25 only (no embedder needed)")
-    build.add_argument("--dense-kind", choices=["flat", "hnsw"], default="flat")
+    build.add_argument(
+        "--dense-kind", choices=["flat", "hnsw", "ivfpq"], default="flat",
+        help="flat: exact; hnsw: graph, in RAM; ivfpq: compressed codes on disk, re-scored exactly",
+    )  # fmt: skip
     build.add_argument("--lexical", choices=["bm25s", "rank-bm25"], default="bm25s")
     build.add_argument(
         "--max-tokens", type=int, default=ChunkerConfig.max_tokens, help="wordpieces per chunk"
@@ -73,6 +76,14 @@ def _index_commands(sub: Sub) -> None:
         help="do nothing if an index of this name was built from the same sources and settings",
     )
     build.add_argument("--quiet", action="store_true", help="no progress bars")
+    build.add_argument(
+        "--engine", choices=["local", "ray"], default="local", help="run the build here or on Ray"
+    )
+    build.add_argument(
+        "--address", metavar="HOST:PORT", help="Ray cluster (default: RAY_ADDRESS, else local)"
+    )
+    build.add_argument("--workers", type=int, help="embedder actors with --engine ray (default 1)")
+    build.add_argument("--shards", type=int, default=1, help="BM25 and dense shards (default 1: unsharded)")
     _add_index_args(build)
 
     info = index.add_parser("info", help="show an index's manifest summary")
@@ -145,6 +156,7 @@ def _eval_commands(sub: Sub) -> None:
     run.add_argument("--out", type=Path, help="run directory (default: $MEDCITE_DATA_DIR/runs/<name>)")
     run.add_argument("--restart", action="store_true", help="discard a previous run of this name")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    _eval_engine_args(run)
     compare = evaluate.add_parser("compare", help="paired comparison of two runs (or two conditions)")
     compare.add_argument("run_a", help="run directory, or DIR#CONDITION to pick one of its conditions")
     compare.add_argument("run_b", help="run directory, or DIR#CONDITION")
@@ -161,6 +173,37 @@ def _eval_commands(sub: Sub) -> None:
     mirage.add_argument(
         "--out", type=Path, help="folder for the runs (default: $MEDCITE_DATA_DIR/runs/mirage)"
     )
+
+
+def _eval_engine_args(run: argparse.ArgumentParser) -> None:
+    """``medcite eval run --engine ray [--workers N] [--address HOST:PORT] [--server URL ..]``."""
+    run.add_argument(
+        "--engine", choices=("local", "ray"), default="local",
+        help="local: this process answers every item (default); ray: items fan out to Ray workers",
+    )  # fmt: skip
+    run.add_argument("--workers", type=int, default=2, help="with --engine ray: worker actors (default 2)")
+    run.add_argument(
+        "--address", help="with --engine ray: a running cluster (default: RAY_ADDRESS, else local)"
+    )
+    run.add_argument(
+        "--server", action="append", metavar="URL",
+        help="with --engine ray and an OpenAI-compatible profile: a server of the pool (repeatable), "
+        "e.g. http://10.0.0.5:8080/v1",
+    )  # fmt: skip
+    run.add_argument("--per-server", type=int, default=1, help="with --server: items in flight per server")
+
+
+def _eval_engine(args: argparse.Namespace) -> Any:
+    """The ``--engine`` flags as an ``evals.engine_ray.RayEngine`` (None: the local engine)."""
+    from core.errors import ConfigError
+    from evals.engine_ray import RayEngine
+
+    if args.engine == "local":
+        if args.server or args.address:
+            raise ConfigError("--server and --address go with --engine ray")
+        return None
+    return RayEngine(workers=args.workers, address=args.address, servers=tuple(args.server or ()),
+                     per_server=args.per_server)  # fmt: skip
 
 
 def _columns_arg(p: argparse.ArgumentParser) -> None:
@@ -225,6 +268,10 @@ def _cmd_build(args: argparse.Namespace, paths: Paths) -> int:
         limit=args.limit,
         skip_existing=args.skip_existing,
         progress=not args.quiet,
+        engine=args.engine,
+        address=args.address,
+        workers=args.workers,
+        shards=args.shards,
     )
     print(report)
     return 0
@@ -393,7 +440,10 @@ def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
     # like Ctrl-C, so the manifest records the session; finished items are on disk either way.
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
-    summary = run_eval(_run_config(args), paths, out=args.out, restart=args.restart, progress=not args.quiet)
+    config, engine = _run_config(args), _eval_engine(args)
+    summary = run_eval(
+        config, paths, out=args.out, restart=args.restart, progress=not args.quiet, engine=engine
+    )
     print(summary.text())
     print(f"report: {summary.folder / 'report.md'}")
     return 0

@@ -44,23 +44,19 @@ def build_from_cli(
     limit: int | None = None,
     skip_existing: bool = False,
     progress: bool = True,
+    engine: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    shards: int = 1,
 ) -> str:
     """Build an index and return a one-line summary (defaults: the CLI's, the default corpus)."""
     from corpora.build import BuildConfig, build_index
-    from corpora.catalog import open_source, parse_option
     from corpora.chunking import WordpieceSpans
+    from corpora.engine import make_engine
     from indexes.bm25 import Bm25Params
     from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
 
-    per_source: dict[str, dict[str, Any]] = {}
-    for raw in options:
-        source, key, value = parse_option(raw)
-        per_source.setdefault(source, {})[key] = value
-    specs = _parse_sources(sources, path)
-    unused = set(per_source) - {n for n, _ in specs}
-    if unused:
-        raise ConfigError(f"--set names source(s) not being built: {sorted(unused)}")
-    opened = [open_source(n, paths, path=p, options=per_source.get(n), fetch=fetch) for n, p in specs]
+    opened = _open_sources(paths, sources, path, options, fetch)
     config = BuildConfig(
         name=name,
         chunker=ChunkerConfig(max_tokens=max_tokens, overlap=overlap),
@@ -68,7 +64,9 @@ def build_from_cli(
         lexical_backend=lexical,
         dense=DenseParams(kind=dense) if dense else None,
         limit=limit,
+        shards=shards,
     )
+    build_engine = make_engine(engine, address=address, workers=workers)  # flag errors before any work
     embedder = SentenceTransformerEmbedder() if dense else None
     model_dir = embedder.model_path if embedder else packaged_minilm_dir()
     spans = WordpieceSpans(model_dir / "tokenizer.json")
@@ -83,8 +81,26 @@ def build_from_cli(
         embedder=embedder,
         cache_dir=paths.cache_dir / "embeddings",
         progress=progress,
+        engine=build_engine,
     )
     return report.summary()
+
+
+def _open_sources(
+    paths: Paths, sources: list[str] | None, path: Path | None, options: Sequence[str], fetch: bool
+) -> list[Any]:
+    """The sources to build, each with its ``--set`` options."""
+    from corpora.catalog import open_source, parse_option
+
+    per_source: dict[str, dict[str, Any]] = {}
+    for raw in options:
+        source, key, value = parse_option(raw)
+        per_source.setdefault(source, {})[key] = value
+    specs = _parse_sources(sources, path)
+    unused = set(per_source) - {n for n, _ in specs}
+    if unused:
+        raise ConfigError(f"--set names source(s) not being built: {sorted(unused)}")
+    return [open_source(n, paths, path=p, options=per_source.get(n), fetch=fetch) for n, p in specs]
 
 
 def _same_build(folder: Path, sources: list[Any], config: Any) -> bool:
@@ -101,6 +117,7 @@ def _same_build(folder: Path, sources: list[Any], config: Any) -> bool:
         and chunker == {**asdict(config.chunker), "limit": config.limit}
         and manifest["lexical"]["backend"] == config.lexical_backend
         and manifest["dense"] == (asdict(config.dense) if config.dense else None)
+        and (manifest.get("shards") or {}).get("count", 1) == config.shards
     )
 
 
