@@ -56,3 +56,17 @@ def multi_node_cluster(workers: int = 2, cpus_per_worker: float = 1) -> Iterator
         with contextlib.suppress(Exception):
             ray.shutdown()
         cluster.shutdown()
+        _forget(cluster.address)
+
+
+def _forget(address: str) -> None:
+    """Remove Ray's "last cluster" file if it names this (now stopped) test cluster, as `ray stop`
+    would: the next plain ``ray.init()`` in this machine would otherwise wait for it."""
+    from ray._private.utils import get_ray_address_file
+
+    path = get_ray_address_file(None)
+    with contextlib.suppress(OSError):
+        with open(path) as fh:
+            recorded = fh.read().strip()
+        if recorded == address:
+            os.remove(path)
