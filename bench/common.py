@@ -143,26 +143,41 @@ class PeakSampler:
     ru_maxrss only grows, so it cannot show the peak of a later, smaller stage; sampling can.
     """
 
-    def __init__(self, interval_s: float = 0.05) -> None:
+    def __init__(self, interval_s: float = 0.05, read: Callable[[], float] | None = None) -> None:
         self.interval_s = interval_s
+        self.read = read or rss_mb  # e.g. tree_rss_mb: this process and its children
         self.peak_mb = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, rss_mb())
+            self.peak_mb = max(self.peak_mb, self.read())
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> PeakSampler:
-        self.peak_mb = rss_mb()
+        self.peak_mb = self.read()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.peak_mb = max(self.peak_mb, rss_mb())
+        self.peak_mb = max(self.peak_mb, self.read())
+
+
+def tree_rss_mb() -> float:
+    """Summed RSS of this process and all its descendants (e.g. Ray's raylet, GCS and workers)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for proc in [me, *me.children(recursive=True)]:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:  # a process that ended between listing and reading
+            continue
+    return total / 2**20
 
 
 def record_serving(

@@ -21,50 +21,14 @@ import json
 import os
 import shutil
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS_DIR, child_entry, run_child, write_result
+from bench.common import RESULTS_DIR, PeakSampler, child_entry, run_child, tree_rss_mb, write_result
 
 WORK = Path("data/bench/ray_build")
 RUNS = {"local": ("local", 1), "ray1": ("ray", 1), "ray2": ("ray", 2)}
-
-
-class TreeSampler:
-    """Peak summed RSS of this process and all its descendants (Ray's raylet, GCS and workers)."""
-
-    def __init__(self, interval_s: float = 0.5) -> None:
-        self.interval_s = interval_s
-        self.peak_mb = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _sample(self) -> float:
-        import psutil
-
-        me = psutil.Process()
-        total = 0
-        for proc in [me, *me.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except psutil.Error:  # a process that ended between listing and reading
-                continue
-        return total / 2**20
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, self._sample())
-            self._stop.wait(self.interval_s)
-
-    def __enter__(self) -> TreeSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def child(args: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +51,7 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
     engine: BuildEngine = LocalEngine() if engine_name == "local" else RayEngine(workers=workers)
     load_before = os.getloadavg()
     started = time.perf_counter()
-    with TreeSampler() as sampler:
+    with PeakSampler(0.5, read=tree_rss_mb) as sampler:
         report = build_index(
             sources, BuildConfig(name="bench", shards=args["shards"]), folder / "indexes",
             spans=spans, tokenizer_name=spans.name, embedder=embedder,

@@ -216,3 +216,13 @@ class WordGenerator:
 
     def fingerprint(self):
         return {"name": self.name}
+
+
+def written_answer(prompt: str) -> str:
+    """A scripted writer's text for an answer-quality run: the statements a judge splits an answer
+    into, the questions it asks back, or the cited answer itself (by what the prompt asks for)."""
+    if "Statements:" in prompt:
+        return "- Anticoagulation is decided with a risk score."
+    if "Write" in prompt and "questions" in prompt:
+        return "Q: How is anticoagulation decided?\nNoncommittal: no"
+    return "Anticoagulation is decided with the CHA2DS2-VASc score [1]."

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from core.types import Generation
+from tests.helpers import written_answer
 
 
 def preferred(text: str, candidates: list[str]) -> str:
@@ -64,13 +65,7 @@ class LoggedModel:
 
     def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
         self._called("generate")
-        prompt = messages[-1].content
-        if "Statements:" in prompt:
-            text = "- Anticoagulation is decided with a risk score."
-        elif "Write" in prompt and "questions" in prompt:
-            text = "Q: How is anticoagulation decided?\nNoncommittal: no"
-        else:
-            text = "Anticoagulation is decided with the CHA2DS2-VASc score [1]."
+        text = written_answer(messages[-1].content)
         return Generation(text=text, prompt_tokens=50, completion_tokens=10, seconds=0.0)
 
     def stream(self, messages, *, max_tokens, temperature=0.0, stop=()):

@@ -15,7 +15,7 @@ from evals.records import read_records
 from evals.runner import report_run, run_eval
 from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR, load_profile
-from tests.helpers import LetterModel
+from tests.helpers import LetterModel, written_answer
 
 
 @pytest.fixture(scope="module")
@@ -167,13 +167,7 @@ class WriterModel(LetterModel):
     def generate(self, messages, *, max_tokens, temperature=0.0, stop=()):
         from core.types import Generation
 
-        prompt = messages[-1].content
-        if "Statements:" in prompt:
-            text = "- Anticoagulation is decided with a risk score."
-        elif "Write" in prompt and "questions" in prompt:
-            text = "Q: How is anticoagulation decided?\nNoncommittal: no"
-        else:
-            text = "Anticoagulation is decided with the CHA2DS2-VASc score [1]."
+        text = written_answer(messages[-1].content)
         return Generation(text=text, prompt_tokens=50, completion_tokens=10, seconds=0.0)
 
     def next_token_logprobs(self, messages, candidates):
