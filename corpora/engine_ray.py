@@ -95,10 +95,14 @@ class RayEngine:
             context.execution_options.preserve_order = True  # chunks and vectors in corpus order
             context.wait_for_min_actors_s = self.min_actors_s
             context.enable_progress_bars = False  # the build's own bars count chunks
+            ray_data_log = logging.getLogger("ray.data")
+            level = ray_data_log.level
+            ray_data_log.setLevel(logging.ERROR)  # its per-dataset INFO lines would bury the build's own
             try:
                 yield
             finally:
                 context.execution_options.preserve_order, context.wait_for_min_actors_s = saved
+                ray_data_log.setLevel(level)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "workers": self.workers, "batch_size": self.batch_size}

@@ -80,7 +80,8 @@ def check_shape(params: DenseParams, dim: int, n_train: int) -> None:
     if n_train < params.nlist or n_train < 2**params.pq_nbits:
         raise ConfigError(
             f"{n_train} training vectors for nlist {params.nlist} and {2**params.pq_nbits} PQ centroids: "
-            "use a larger train_size or corpus, or a smaller nlist (about 4 x sqrt(rows))"
+            "use a larger train_size or corpus, or a smaller nlist (about 4 x sqrt(rows)); ivfpq is for "
+            "corpora too large for RAM, and a corpus this small is better served by flat or hnsw"
         )
 
 

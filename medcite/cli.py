@@ -294,6 +294,10 @@ def _cmd_info(args: argparse.Namespace, paths: Paths) -> int:
         f"{(manifest['dense'] or {}).get('kind', 'none')}; embedder: "
         f"{(manifest['embedder'] or {}).get('name', 'none')}"
     )
+    engine = manifest["build"].get("engine") or {"name": "local"}
+    workers = f", {engine['workers']} worker(s)" if "workers" in engine else ""
+    shards = (manifest.get("shards") or {}).get("count", 1)
+    print(f"  shards: {shards}; built by the {engine['name']} engine{workers}")
     print(
         f"  corpus fingerprint {manifest['corpus_fingerprint'][:16]}; files "
         f"{'verified' if args.verify else 'sizes checked'}"
@@ -389,8 +393,10 @@ def _cmd_models_train_reranker(args: argparse.Namespace, paths: Paths) -> int:
         paths, out, PairConfig(seed=args.seed, medquad_questions=args.medquad_questions),
         FitConfig(seed=args.seed, epochs=args.epochs), index_name=args.index,
     )  # fmt: skip
-    print(f"relevance model written to {folder}; use it with [rerank] backend = \"trained\", "
-          f"model_path = \"{folder}\", or copy it to rag/rerank/weights/relevance-minilm to ship it")
+    print(
+        f'relevance model written to {folder}; use it with [rerank] backend = "trained", '
+        f'model_path = "{folder}", or copy it to rag/rerank/weights/relevance-minilm to ship it'
+    )
     return 0
 
 
@@ -406,8 +412,10 @@ def _cmd_models_train_support(args: argparse.Namespace, paths: Paths) -> int:
     config = SupportConfig(seed=args.seed, rank=args.rank)
     fit = FitConfig(seed=args.seed, epochs=args.epochs, lr_layers=5e-4, lr_head=1e-3)
     folder = train_support(paths, out, config, fit)
-    print(f"support model written to {folder}; use it with [verify] backend = \"trained\", "
-          f"model_path = \"{folder}\", or copy it to rag/generate/weights/support-minilm to ship it")
+    print(
+        f'support model written to {folder}; use it with [verify] backend = "trained", '
+        f'model_path = "{folder}", or copy it to rag/generate/weights/support-minilm to ship it'
+    )
     return 0
 
 

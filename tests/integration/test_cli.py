@@ -37,6 +37,8 @@ def test_build_info_and_bm25_retrieve(bm25_index):
     )
     assert info["counts"]["per_source"]["open-medicine"]["documents"] == 145
     assert info["lexical"]["backend"] == "bm25s" and info["embedder"] is None
+    summary = medcite("index", "info", "--name", "om", data_dir=bm25_index).stdout
+    assert "shards: 1; built by the local engine" in summary
     out = medcite(
         "retrieve",
         "CHA2DS2-VASc anticoagulation",
