@@ -28,34 +28,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any
 
 import numpy as np
 
 from core.errors import ConfigError, IndexCorruptError, require
-
-
-class DenseParams(Protocol):
-    """The ivfpq fields of ``indexes.dense.DenseParams`` (named here, not imported: dense imports
-    this module)."""
-
-    __dataclass_fields__: ClassVar[dict[str, Any]]  # a dataclass: asdict() records it
-
-    @property
-    def nlist(self) -> int: ...
-    @property
-    def pq_m(self) -> int: ...
-    @property
-    def pq_nbits(self) -> int: ...
-    @property
-    def nprobe(self) -> int: ...
-    @property
-    def rescore(self) -> int: ...
-    @property
-    def rescore_dtype(self) -> str: ...
-    @property
-    def train_size(self) -> int: ...
-
+from indexes.dense_params import DenseParams
 
 INDEX_FILE = "index.faiss"
 LISTS_FILE = "lists.ivfdata"

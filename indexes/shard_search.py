@@ -86,7 +86,7 @@ class _Bm25Shard:
         for tid, col in zip(token_ids, where, strict=True):
             if col < tokens.size and tokens[col] == tid:
                 start, end = indptr[col], indptr[col + 1]
-                np.add.at(scores, indices[start:end], data[start:end])
+                scores[indices[start:end]] += data[start:end]  # a column holds each row at most once
         return scores
 
     def detach(self) -> None:

@@ -226,3 +226,16 @@ def written_answer(prompt: str) -> str:
     if "Write" in prompt and "questions" in prompt:
         return "Q: How is anticoagulation decided?\nNoncommittal: no"
     return "Anticoagulation is decided with the CHA2DS2-VASc score [1]."
+
+
+def mcq_run_config(name: str, *, seed: int, **changes: Any) -> Any:
+    """A small eval config: 5 MedQA + 3 PubMedQA items, closed-book and BM25 top 1 and 2 on the
+    ``default`` index, profile ``fast``; ``changes`` replace top-level fields."""
+    from evals.config import EvalConfig
+
+    grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
+    raw = {
+        "name": name, "profile": "fast", "seed": seed,
+        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}], "grid": grid,
+    }  # fmt: skip
+    return EvalConfig.model_validate({**raw, **changes})

@@ -16,6 +16,7 @@ from evals.records import read_records
 from evals.runner import run_eval
 from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR
+from tests.helpers import mcq_run_config
 from tests.ray_eval_support import LoggedModel, calls, fake_servers
 from tests.ray_support import local_ray
 
@@ -42,12 +43,7 @@ def fresh_paths(index_dir, folder) -> Paths:
 
 
 def config(name: str, **changes) -> EvalConfig:
-    grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
-    raw = {
-        "name": name, "profile": "fast", "seed": 5,
-        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}], "grid": grid,
-    }  # fmt: skip
-    return EvalConfig.model_validate({**raw, **changes})
+    return mcq_run_config(name, seed=5, **changes)
 
 
 def comparable(folder) -> dict:

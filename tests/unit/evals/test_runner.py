@@ -15,7 +15,7 @@ from evals.records import read_records
 from evals.runner import report_run, run_eval
 from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR, load_profile
-from tests.helpers import LetterModel, written_answer
+from tests.helpers import LetterModel, mcq_run_config, written_answer
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +27,7 @@ def paths(tmp_path_factory) -> Paths:
 
 
 def config(name: str, **changes) -> EvalConfig:
-    grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
-    raw = {
-        "name": name, "profile": "fast", "seed": 3,
-        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}], "grid": grid,
-    }  # fmt: skip
-    return EvalConfig.model_validate({**raw, **changes})
+    return mcq_run_config(name, seed=3, **changes)
 
 
 def test_grid_conditions_and_profile_overrides():

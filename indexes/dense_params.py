@@ -1,0 +1,46 @@
+"""``DenseParams``: the kind of a dense index and its settings, checked on creation.
+
+A module of its own so that ``indexes/dense.py`` and ``indexes/ivf.py`` (which dense imports) can
+both name it; callers import it from ``indexes.dense`` as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.errors import ConfigError
+
+RESCORE_DTYPES = ("float16", "float32")  # of the ivfpq re-scoring vectors file
+
+
+@dataclass(frozen=True)
+class DenseParams:
+    kind: str = "flat"  # "flat" | "hnsw" | "ivfpq"
+    hnsw_m: int = 32
+    ef_construction: int = 200
+    ef_search: int = 128
+    # ivfpq (defaults chosen at 1M by bench/ivfpq_rescore.py: recall@10 0.97; docs/benchmarks.md)
+    nlist: int = 1024  # inverted lists (coarse centroids); about 4-16 x sqrt(rows)
+    pq_m: int = 96  # PQ sub-quantisers = bytes per vector at 8 bits; must divide the dimension
+    pq_nbits: int = 8
+    nprobe: int = 128  # lists searched per query
+    rescore: int = 100  # IVF-PQ candidates re-scored with exact vectors (0: none)
+    rescore_dtype: str = "float16"  # of the memory-mapped vectors file: float16 | float32
+    train_size: int = 65_536  # training sample (rows), drawn with a fixed seed
+
+    def __post_init__(self) -> None:
+        if self.kind not in {"flat", "hnsw", "ivfpq"}:
+            raise ConfigError(
+                f"unknown dense index kind {self.kind!r}; choose flat or hnsw (in RAM) or ivfpq (compressed)"
+            )
+        for name in ("nlist", "pq_m", "nprobe", "train_size", "hnsw_m", "ef_construction", "ef_search"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"dense {name} must be at least 1, not {getattr(self, name)}")
+        if not 1 <= self.pq_nbits <= 16:
+            raise ConfigError(f"pq_nbits {self.pq_nbits} is outside 1..16; 8 is the usual choice")
+        if self.nprobe > self.nlist:
+            raise ConfigError(f"nprobe {self.nprobe} exceeds nlist {self.nlist}; lower nprobe")
+        if self.rescore < 0:
+            raise ConfigError(f"rescore must be 0 (off) or a candidate count, not {self.rescore}")
+        if self.rescore_dtype not in RESCORE_DTYPES:
+            raise ConfigError(f"rescore_dtype {self.rescore_dtype!r}: choose float16 or float32")
