@@ -77,6 +77,15 @@ def liveqa(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     return dict(rset.queries), {q: dict(d) for q, d in rset.qrels.items()}
 
 
+def liveqa_coverage_note(paths: Paths) -> str:
+    from evals.datasets.liveqa import relevance_coverage
+
+    c = relevance_coverage(paths.source_data / "medquad")
+    return (f"Of the {c['judged_questions']} judged questions, {c['relevant_only_withheld']} have relevant "
+            "answers only in collections MedQuAD does not distribute (ADAM, MedlinePlus drugs and herbs) "
+            f"and {c['no_relevant_answer']} have none judged relevant.")  # fmt: skip
+
+
 def fit_fusion_weight(
     validation: list[dict[str, Any]], lexical: Any, dense: Any
 ) -> tuple[float, dict[str, float]]:
@@ -132,7 +141,8 @@ def evaluate(
             for m in ("ndcg10", "recall10", "mrr")
         }  # fmt: skip
     return {
-        "queries": len(qids), "summary": summary, "differences": differences,
+        "queries": len(qids), "questions_in_set": len(queries), "summary": summary,
+        "differences": differences,
         "rerank_30_seconds": {"p50": statistics.median(rerank_seconds),
                               "p95": float(np.percentile(rerank_seconds, 95)), "n": len(rerank_seconds)},
         "calibration": reliability(np.array(probabilities), np.array(labels)),
@@ -144,8 +154,13 @@ def markdown(results: dict[str, Any]) -> str:
     lines = ["# Held-out retrieval with the trained relevance reranker", "",
              f"Model: `{results['model']}`; machine: {results['machine']}.", ""]  # fmt: skip
     for name, r in results["sets"].items():
-        lines += [f"## {name} ({r['queries']} queries)", "",
-                  "| condition | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]  # fmt: skip
+        lines += [f"## {name} ({r['queries']} queries)", ""]
+        if r.get("questions_in_set", r["queries"]) != r["queries"]:
+            note = f" {r['coverage_note']}" if r.get("coverage_note") else ""
+            lines += [f"{r['queries']} of the set's {r['questions_in_set']} questions have a relevant "
+                      "document in this index; nDCG, recall and MRR are undefined for the others, so they "
+                      f"are left out.{note}", ""]  # fmt: skip
+        lines += ["| condition | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
         lines += [f"| {c} | {s['ndcg10']:.3f} | {s['recall10']:.3f} | {s['mrr']:.3f} |"
                   for c, s in r["summary"].items()]  # fmt: skip
         lines += ["", "| difference (paired bootstrap 95% CI) | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
@@ -210,6 +225,8 @@ def main() -> None:
 
             queries, qrels = loader(paths)
             results["sets"][set_name] = evaluate(set_name, queries, qrels, retrievers, reranker, tuned)
+            if set_name == "liveqa-medquad":
+                results["sets"][set_name]["coverage_note"] = liveqa_coverage_note(paths)
         finally:
             index.close()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -78,6 +78,27 @@ def read_judgements(path: Path) -> tuple[list[Judgement], int]:
     return mapped, dropped
 
 
+def relevance_coverage(root: Path) -> dict[str, int]:
+    """How many questions have a relevant (grade > 0) answer that MedQuAD distributes, how many
+    only in the collections it withholds (``ANSWERLESS_PREFIXES``), and how many none at all."""
+    best: dict[str, dict[str, int]] = {}
+    with require(Path(root) / QRELS, "LiveQA-Med qrels").open(encoding="utf-8") as fh:
+        for line in fh:
+            m = _LINE.match(line.strip())
+            if not m:
+                continue
+            question, score, answer = m.groups()
+            kind = "withheld" if answer.startswith(ANSWERLESS_PREFIXES) else "distributed"
+            seen = best.setdefault(question, {"distributed": 0, "withheld": 0})
+            seen[kind] = max(seen[kind], int(score) - 1)
+    return {
+        "judged_questions": len(best),
+        "relevant_in_medquad": sum(1 for b in best.values() if b["distributed"] > 0),
+        "relevant_only_withheld": sum(1 for b in best.values() if b["distributed"] == 0 < b["withheld"]),
+        "no_relevant_answer": sum(1 for b in best.values() if b["distributed"] == b["withheld"] == 0),
+    }
+
+
 def load_liveqa(root: Path, field: str = "original") -> RetrievalSet:
     """LiveQA-Med questions with graded MedQuAD answers; ``root`` is the ``medquad`` data folder."""
     root = Path(root)

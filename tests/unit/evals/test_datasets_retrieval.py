@@ -12,7 +12,7 @@ from core.paths import Paths
 from evals.datasets import load_retrieval
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
-from evals.datasets.liveqa import load_liveqa, read_questions
+from evals.datasets.liveqa import load_liveqa, read_questions, relevance_coverage
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +47,11 @@ def test_real_liveqa_maps_a_quarter_of_the_judgements(paths: Paths) -> None:
     assert {g for docs in rset.qrels.values() for g in docs.values()} == {0, 1, 2, 3}
     # TQ1 judged GARD_0004450_Sec3 twice: 2-Related and 3-Incomplete -> max, shifted: 3 - 1
     assert rset.qrels["TQ1"]["medquad:GARD_0004450_Sec3"] == 2
+    # why 44 of the 104 cannot be scored: relevant answers only in withheld collections, or none
+    coverage = relevance_coverage(paths.source_data / "medquad")
+    assert coverage == {"judged_questions": 103, "relevant_in_medquad": 60, "relevant_only_withheld": 36,
+                        "no_relevant_answer": 7}  # fmt: skip
+    assert coverage["relevant_in_medquad"] == counts["queries"]
     questions = paths.source_data / "medquad" / "liveqa_trec2017_test"
     summary = read_questions(questions / "TREC-2017-LiveQA-Medical-Test-Questions-w-summaries.xml", "summary")
     assert summary["TQ6"] == "Could anesthesia cause brain damage in FXTAS patients?"
