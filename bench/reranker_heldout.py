@@ -6,12 +6,13 @@ LiveQA-Med question with a relevant MedQuAD answer is searched in the ``medquad`
 has been built (``medcite index build --name medquad --source medquad``). Conditions, on the same
 queries: bm25, dense, hybrid (RRF, the product's default), tuned fusion (min-max weighted
 BM25 + dense, the weight fitted on the training side's validation questions: ladder step a),
-and hybrid + the trained reranker (top 30 reranked with the calibrated blended score; the
-documents below 30 keep their order). Documents are ranked by their best chunk.
+and hybrid + the trained reranker (the top ``--rerank-depth``, 30 by default, reranked with the
+calibrated blended score; the documents below keep their order). Documents are ranked by their
+best chunk.
 
 Per query nDCG@10, R@10 and MRR; the reranker's difference to hybrid with a paired bootstrap
 95% interval (10,000 resamples of queries); calibration on the test queries (reliability bins,
-ECE); reranking time for 30 candidates (p50, p95). Writes JSON and a markdown table.
+ECE); reranking time for those candidates (p50, p95). Writes JSON and a markdown table.
 
     python -m bench.reranker_heldout --out docs/results/reranker
 """
@@ -31,7 +32,7 @@ from tqdm import tqdm
 
 from core.paths import Paths
 from core.types import Hit
-from evals.metrics.retrieval import ndcg_at_k, recall_at_k, reciprocal_rank
+from evals.metrics.retrieval import condensed, judged_at_k, ndcg_at_k, recall_at_k, reciprocal_rank
 from evals.stats import paired_bootstrap_mean_diff
 from rag.indexing import make_retriever, open_index
 from rag.retrieve.fusion import weighted_score_fusion
@@ -51,11 +52,20 @@ def doc_ranking(hits: Sequence[Hit]) -> list[str]:
 def scores_of(
     run: dict[str, list[str]], qrels: dict[str, dict[str, int]], qids: list[str]
 ) -> dict[str, list[float]]:
-    return {
+    out = {
         "ndcg10": ndcg_at_k(run, qrels, 10, qids).tolist(),
         "recall10": recall_at_k(run, qrels, 10, qids).tolist(),
         "mrr": reciprocal_rank(run, qrels, None, qids).tolist(),
     }
+    if has_judged_negatives(qrels):  # pooled judgements: say how much of the top 10 was judged
+        out["judged10"] = judged_at_k(run, qrels, 10, qids).tolist()
+        out["ndcg10_condensed"] = ndcg_at_k(condensed(run, qrels), qrels, 10, qids).tolist()
+    return out
+
+
+def has_judged_negatives(qrels: dict[str, dict[str, int]]) -> bool:
+    """True for pooled judgements (grade-0 documents listed), where unjudged is not non-relevant."""
+    return any(g <= 0 for docs in qrels.values() for g in docs.values())
 
 
 def bioasq_11b(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
@@ -109,7 +119,7 @@ def fit_fusion_weight(
 
 def evaluate(
     name: str, queries: dict[str, str], qrels: dict[str, dict[str, int]], retrievers: dict[str, Any],
-    reranker: Any, tuned: Callable[[str], list[str]] | None,
+    reranker: Any, tuned: Callable[[str], list[str]] | None, rerank_depth: int = DEPTH,
 ) -> dict[str, Any]:  # fmt: skip
     qids = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
     conditions = ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]
@@ -124,9 +134,9 @@ def evaluate(
         if tuned is not None:
             runs["tuned-fusion"][qid] = tuned(text)
         start = time.perf_counter()
-        top = reranker.rerank(text, hybrid[:DEPTH])
+        top = reranker.rerank(text, hybrid[:rerank_depth])
         rerank_seconds.append(time.perf_counter() - start)
-        runs["hybrid+trained"][qid] = doc_ranking([*top, *hybrid[DEPTH:]])
+        runs["hybrid+trained"][qid] = doc_ranking([*top, *hybrid[rerank_depth:]])
         probabilities.extend(h.score for h in top)
         labels.extend(int(qrels[qid].get(h.chunk.doc_id, 0) > 0) for h in top)
     if tuned is None:
@@ -138,16 +148,34 @@ def evaluate(
         differences[f"{condition} - hybrid"] = {
             m: dict(zip(("diff", "low", "high"), paired_bootstrap_mean_diff(
                 np.array(per_query["hybrid"][m]), np.array(per_query[condition][m])), strict=True))
-            for m in ("ndcg10", "recall10", "mrr")
+            for m in per_query["hybrid"]
         }  # fmt: skip
     return {
-        "queries": len(qids), "questions_in_set": len(queries), "summary": summary,
+        "queries": len(qids), "questions_in_set": len(queries), "rerank_depth": rerank_depth,
+        "summary": summary,
         "differences": differences,
-        "rerank_30_seconds": {"p50": statistics.median(rerank_seconds),
+        "rerank_seconds": {"p50": statistics.median(rerank_seconds),
                               "p95": float(np.percentile(rerank_seconds, 95)), "n": len(rerank_seconds)},
         "calibration": reliability(np.array(probabilities), np.array(labels)),
         "per_query": {"qids": qids, **per_query},
     }  # fmt: skip
+
+
+def judged_lines(r: dict[str, Any]) -> list[str]:
+    """judged@10 and condensed-list nDCG@10 per condition, for sets with pooled judgements."""
+    if "judged10" not in r["summary"]["hybrid"]:
+        return []
+    lines = ["", "Judgements are pooled: a document no pooled system returned is unjudged and counts as "
+             "non-relevant above. judged@10 is the judged share of the top 10; condensed nDCG@10 "
+             "drops unjudged documents first (Sakai 2007), comparing the order of the judged ones.", "",
+             "| condition | judged@10 | condensed nDCG@10 |", "|---|---|---|"]  # fmt: skip
+    lines += [f"| {c} | {s['judged10']:.3f} | {s['ndcg10_condensed']:.3f} |" for c, s in r["summary"].items()]
+    lines += ["", "| difference (paired bootstrap 95% CI) | judged@10 | condensed nDCG@10 |", "|---|---|---|"]
+    for label, d in r["differences"].items():
+        cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
+                 for m in ("judged10", "ndcg10_condensed")]  # fmt: skip
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -168,10 +196,12 @@ def markdown(results: dict[str, Any]) -> str:
             cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
                      for m in ("ndcg10", "recall10", "mrr")]  # fmt: skip
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        t, c = r["rerank_30_seconds"], r["calibration"]
-        lines += ["", f"Reranking 30 candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s "
+        lines += judged_lines(r)
+        t, c = r["rerank_seconds"], r["calibration"]
+        lines += ["", f"Reranking {r['rerank_depth']} candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s "
                   f"({t['n']} queries). "
-                  f"Calibration on these queries' top 30: ECE {c['ece']:.3f} over {c['n']} passages.",
+                  f"Calibration on these queries' reranked candidates: ECE {c['ece']:.3f} "
+                  f"over {c['n']} passages.",
                   ""]  # fmt: skip
         lines += ["| p bin | n | mean predicted | observed |", "|---|---|---|---|"]
         lines += [f"| {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_predicted']:.3f} "
@@ -195,6 +225,8 @@ def main() -> None:
                         help="the training run's validation questions, for the fusion weight "
                              "(step a)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--rerank-depth", type=int, default=DEPTH,
+                        help="hybrid candidates reranked (a profile's rerank.candidates)")  # fmt: skip
     parser.add_argument("--machine", default="2 cores, 24 GB, no GPU")
     args = parser.parse_args()
     from rag.rerank.trained import TrainedReranker
@@ -224,7 +256,8 @@ def main() -> None:
                     return doc_ranking(retriever.retrieve(text, DEPTH * 3))
 
             queries, qrels = loader(paths)
-            results["sets"][set_name] = evaluate(set_name, queries, qrels, retrievers, reranker, tuned)
+            results["sets"][set_name] = evaluate(set_name, queries, qrels, retrievers, reranker, tuned,
+                                                 args.rerank_depth)  # fmt: skip
             if set_name == "liveqa-medquad":
                 results["sets"][set_name]["coverage_note"] = liveqa_coverage_note(paths)
         finally:

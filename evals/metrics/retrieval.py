@@ -149,6 +149,40 @@ def average_precision(
     return out
 
 
+def judged_at_k(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    k: int,
+    queries: Sequence[str] | None = None,
+) -> np.ndarray:
+    """judged@k(q) = share of the top k of ``run(q)`` that ``qrels(q)`` judges (any grade).
+
+    Pooled judgements (TREC LiveQA-Med's) cover what the pooled systems returned; a ranker that
+    surfaces other documents is scored as if they were non-relevant. A low or unequal judged@k
+    says a difference in nDCG may be a difference in coverage. The denominator is k.
+    """
+    _check_k(k)
+    queries = list(queries if queries is not None else qrels)
+    out = np.zeros(len(queries), dtype=np.float64)
+    for i, qid in enumerate(queries):
+        judged = qrels.get(qid, {})
+        out[i] = sum(d in judged for d in _ranking(run, qid)[:k]) / k
+    return out
+
+
+def condensed(
+    run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]
+) -> dict[str, list[str]]:
+    """``run`` with the unjudged documents removed (Sakai's condensed lists, SIGIR 2007).
+
+    nDCG on condensed lists compares rankers on the documents someone judged only: with
+    incomplete judgements it is the fairer comparison of how they order those, though it says
+    nothing about the unjudged documents they retrieve instead. Report it next to, not instead
+    of, the full-list metric.
+    """
+    return {qid: [d for d in _ranking(run, qid) if d in qrels.get(qid, {})] for qid in run}
+
+
 def ranked(run: Mapping[str, Mapping[str, float]]) -> dict[str, list[str]]:
     """``{qid: {doc: score}}`` -> ``{qid: [doc, ...]}`` best first, ties broken as trec_eval does
     (higher score first, then the lexicographically larger doc id), so scores match its output."""

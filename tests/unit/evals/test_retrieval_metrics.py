@@ -5,6 +5,8 @@ from hypothesis import strategies as st
 
 from evals.metrics.retrieval import (
     average_precision,
+    condensed,
+    judged_at_k,
     ndcg_at_k,
     precision_at_k,
     ranked,
@@ -110,3 +112,19 @@ def test_every_metric_lies_in_zero_one_and_a_perfect_ranking_scores_one(ranking,
     ideal = {"q": sorted(grades, key=lambda d: -grades[d])}
     assert ndcg_at_k(ideal, qrels, k)[0] == pytest.approx(1.0)
     assert average_precision(ideal, qrels)[0] == pytest.approx(1.0)
+
+
+def test_judged_at_k_counts_judged_documents_of_any_grade():
+    run = {"q1": ["a", "x", "d", "a", "c"], "q2": ["y"]}
+    # a (1) and d (0) are judged in the top 3, x is not; q2's one document is unjudged; k is the denominator
+    np.testing.assert_allclose(judged_at_k(run, QRELS, 3), [2 / 3, 0.0])
+    np.testing.assert_allclose(judged_at_k(run, QRELS, 10), [3 / 10, 0.0])
+
+
+def test_condensed_lists_drop_unjudged_documents_and_can_change_ndcg():
+    run = {"q1": ["x", "y", "b", "a"], "q2": ["z"]}
+    assert condensed(run, QRELS) == {"q1": ["b", "a"], "q2": ["z"]}
+    full = ndcg_at_k(run, QRELS, 2)
+    kept = ndcg_at_k(condensed(run, QRELS), QRELS, 2)
+    assert full[0] == 0.0 and kept[0] == 1.0  # two unjudged documents hid the ideal order
+    assert full[1] == kept[1] == 1.0
