@@ -87,13 +87,16 @@ def liveqa(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     return dict(rset.queries), {q: dict(d) for q, d in rset.qrels.items()}
 
 
-def liveqa_coverage_note(paths: Paths) -> str:
-    from evals.datasets.liveqa import relevance_coverage
+def liveqa_coverage_note(paths: Paths) -> tuple[str, int]:
+    """Why LiveQA questions go unscored, and how many questions its file holds."""
+    from evals.datasets.liveqa import load_liveqa, relevance_coverage
 
     c = relevance_coverage(paths.source_data / "medquad")
-    return (f"Of the {c['judged_questions']} judged questions, {c['relevant_only_withheld']} have relevant "
+    in_file = int(load_liveqa(paths.source_data / "medquad").counts["queries_in_file"])
+    note = (f"Of the {c['judged_questions']} judged questions, {c['relevant_only_withheld']} have relevant "
             "answers only in collections MedQuAD does not distribute (ADAM, MedlinePlus drugs and herbs) "
             f"and {c['no_relevant_answer']} have none judged relevant.")  # fmt: skip
+    return note, in_file
 
 
 def fit_fusion_weight(
@@ -233,7 +236,9 @@ def main() -> None:
 
     paths = Paths.from_env()
     reranker = TrainedReranker(args.model, threads=args.threads)
-    results: dict[str, Any] = {"model": str(reranker.folder), "machine": args.machine, "sets": {}}
+    folder = reranker.folder.resolve()
+    shown = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
+    results: dict[str, Any] = {"model": str(shown), "machine": args.machine, "sets": {}}
     plan = [("bioasq-11b", "bioasq-snippets", bioasq_11b), ("liveqa-medquad", "medquad", liveqa)]
     for set_name, index_name, loader in plan:
         if not (paths.indexes_dir / index_name).exists():
@@ -259,7 +264,8 @@ def main() -> None:
             results["sets"][set_name] = evaluate(set_name, queries, qrels, retrievers, reranker, tuned,
                                                  args.rerank_depth)  # fmt: skip
             if set_name == "liveqa-medquad":
-                results["sets"][set_name]["coverage_note"] = liveqa_coverage_note(paths)
+                note, in_file = liveqa_coverage_note(paths)
+                results["sets"][set_name].update(coverage_note=note, questions_in_set=in_file)
         finally:
             index.close()
     args.out.mkdir(parents=True, exist_ok=True)
