@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,12 +127,49 @@ def bioasq_pairs(
                                 "label": label, "origin": "bioasq"}  # fmt: skip
 
 
+def medquad_eligible(
+    docs: list[Any], held_out: HeldOut, liveqa_docs: set[str], stats: PairStats
+) -> tuple[list[Any], set[str]]:
+    """MedQuAD answers whose question training may read (with another answer of the same focus,
+    for negatives), and the ids of the benchmark pools' answers; drops are counted in ``stats``."""
+    from corpora.sources.medquad import collection_prefix
+
+    by_focus = Counter(doc.title.casefold() for doc in docs)
+    pools = benchmark_pools()
+    pooled = [d for d in docs if (collection_prefix(d.doc_id), d.metadata.get("qtype")) in pools]
+    # the same question text also occurs in other collections ("What are the treatments for X ?")
+    banned_texts = {normalise(d.metadata.get("question", "")) for d in pooled}
+    banned, skipped = held_out.all(), {d.doc_id for d in pooled}
+    eligible = []
+    for doc in docs:
+        text = normalise(doc.metadata.get("question", ""))
+        if doc.doc_id in skipped or text in banned_texts:
+            reason = "medquad_benchmark_pools"
+        elif doc.doc_id in liveqa_docs:
+            reason = "medquad_liveqa_judged"
+        elif text in banned:
+            reason = "medquad_in_evaluation_sets"
+        elif by_focus[doc.title.casefold()] > 1:
+            eligible.append(doc)
+            continue
+        else:
+            continue
+        stats.dropped[reason] = stats.dropped.get(reason, 0) + 1
+    return eligible, skipped
+
+
+def medquad_training_sample(eligible: list[Any], config: PairConfig, rng: random.Random) -> list[Any]:
+    """The ``config.medquad_questions`` answers training reads, drawn first from
+    ``Random(config.seed)``; the other eligible answers were never seen."""
+    return rng.sample(eligible, min(config.medquad_questions, len(eligible)))
+
+
 def medquad_pairs(
     source_data: Path, held_out: HeldOut, liveqa_docs: set[str], config: PairConfig, stats: PairStats
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """MedQuAD question -> answer pairs with same-focus negatives (train split only)."""
     from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
-    from corpora.sources.medquad import MedQuADSource, collection_prefix
+    from corpora.sources.medquad import MedQuADSource
     from indexes.embedder import packaged_minilm_dir
 
     if config.medquad_questions <= 0:
@@ -141,25 +178,9 @@ def medquad_pairs(
     by_focus: dict[str, list[Any]] = defaultdict(list)
     for doc in docs:
         by_focus[doc.title.casefold()].append(doc)
-    pools = benchmark_pools()
-    pooled = [d for d in docs if (collection_prefix(d.doc_id), d.metadata.get("qtype")) in pools]
-    # the same question text also occurs in other collections ("What are the treatments for X ?")
-    banned_texts = {normalise(d.metadata.get("question", "")) for d in pooled}
-    banned, skipped = held_out.all(), {d.doc_id for d in pooled}
-    eligible = []
-    for doc in docs:
-        if doc.doc_id in skipped or normalise(doc.metadata.get("question", "")) in banned_texts:
-            stats.dropped["medquad_benchmark_pools"] = stats.dropped.get("medquad_benchmark_pools", 0) + 1
-        elif doc.doc_id in liveqa_docs:
-            stats.dropped["medquad_liveqa_judged"] = stats.dropped.get("medquad_liveqa_judged", 0) + 1
-        elif normalise(doc.metadata.get("question", "")) in banned:
-            stats.dropped["medquad_in_evaluation_sets"] = (
-                stats.dropped.get("medquad_in_evaluation_sets", 0) + 1
-            )
-        elif len(by_focus[doc.title.casefold()]) > 1:
-            eligible.append(doc)
+    eligible, skipped = medquad_eligible(docs, held_out, liveqa_docs, stats)
     rng = random.Random(config.seed)
-    chosen = rng.sample(eligible, min(config.medquad_questions, len(eligible)))
+    chosen = medquad_training_sample(eligible, config, rng)
     spans, chunker = WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"), ChunkerConfig()
     first_chunk = {}
     for doc in chosen:
