@@ -8,7 +8,9 @@ top two layers and its own head (``rag.rerank.minilm.SupportModel``), trained on
 7B-10B claims against their gold snippets, with perturbed claims and other questions' passages
 as negatives (``training/support.py``; ``medcite models train-support``).
 
-A passage longer than the model's input is read in windows of whole sentences
+The model reads a passage's Markdown as plain prose (``rag.generate.plain_text``: no emphasis
+markers, table rows as ``column: cell`` lines). A passage longer than the model's input is read
+in windows of whole sentences
 (:func:`windows`, about ``window_tokens`` wordpieces each, neighbouring windows sharing one
 sentence), each prefixed by the passage's heading; a pair's logit is the best window's.
 ``P(supported) = sigmoid(a * logit + c * lexical + b)``, where ``lexical`` is the share of the
@@ -34,6 +36,7 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.types import Chunk
+from rag.generate.plain_text import plain_text
 from rag.generate.sentences import sentence_spans
 from rag.generate.support_signals import lexical_coverage
 from rag.rerank.evidence import heading
@@ -166,8 +169,8 @@ class TrainedSupport:
         cache: dict[tuple[str, str], list[str]] = {}
         for i, (claim, chunk) in enumerate(pairs):
             key = (heading(chunk), chunk.text)
-            if key not in cache:
-                cache[key] = self.windows_of(*key)
+            if key not in cache:  # the model reads Markdown as the plain prose it was trained on
+                cache[key] = self.windows_of(key[0], plain_text(key[1]))
             for window in cache[key]:
                 flat_claims.append(claim)
                 flat_windows.append(window)
@@ -183,4 +186,3 @@ class TrainedSupport:
         finite = np.isfinite(best)
         p = calibrated(np.where(finite, best, 0.0), lexical, self.manifest["calibration"])
         return np.where(finite, p, 0.0)
-
