@@ -63,6 +63,7 @@ import numpy as np
 from core.types import Citation, Hit, SentenceSupport, SupportPolicy
 from rag.generate.aboutness import Question
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
+from rag.generate.prompts import source_label
 from rag.generate.support_signals import listed_entries, quoted_from_passage
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
@@ -113,6 +114,7 @@ class SupportGate:
         abstain_token: str,
     ) -> None:
         self.sources = list(sources)
+        self._labels = {_bare(source_label(h.chunk)) for h in self.sources}
         self.verifier = verifier
         self.policy = policy
         self.abstain_token = abstain_token.upper()
@@ -395,6 +397,8 @@ class SupportGate:
         reasons: list[str] = []
         if not any(ch.isalpha() for ch in sentence.claim):
             reasons.append("no answer text")
+        elif _bare(sentence.claim) in self._labels:  # "Marfan syndrome (Phenotypes > ...; hpo) [1]"
+            reasons.append("repeats a source's label, not an answer")
         elif not sentence.markers:  # known unsupported, verifier or not
             reasons.append("cites no source")
         elif self.verifier is None:
@@ -437,6 +441,11 @@ class SupportGate:
     def _could_be_abstention(self, raw: str) -> bool:
         probe = raw.lstrip().upper()
         return probe.startswith(self.abstain_token) or self.abstain_token.startswith(probe)
+
+
+def _bare(text: str) -> str:
+    """Case, spacing and the closing punctuation set aside, to compare a sentence with a label."""
+    return " ".join(text.split()).casefold().rstrip(" .:;")
 
 
 def _cited_to(sentence: ParsedSentence, marker: int) -> ParsedSentence:

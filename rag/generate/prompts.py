@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from core.types import Hit, Message
+from core.types import Chunk, Hit, Message
 
 PROMPTS_FILE = Path(__file__).with_name("prompts.toml")
 _BRACKETS = str.maketrans("[]【】［］", "()()()")
@@ -57,6 +57,18 @@ def defuse_control_tokens(text: str) -> str:
     return _CONTROL_EDGE.sub(lambda m: m.group(0).strip("|"), text)
 
 
+def label_fields(chunk: Chunk) -> dict[str, str]:
+    """The title, section (its last two levels) and source name a source is labelled with."""
+    section = " > ".join(p for p in chunk.section[-2:] if p) or "main text"
+    return {"title": quoted(chunk.title), "section": quoted(section), "source": quoted(chunk.source)}
+
+
+def source_label(chunk: Chunk) -> str:
+    """A source's label as the prompt shows it after its number: ``title (section; source)``."""
+    header = str(prompts()["rag"]["source"]).split("\n", 1)[0]
+    return header.format(number=0, **label_fields(chunk)).removeprefix("[0]").strip()
+
+
 def format_sources(hits: Sequence[Hit], *, max_chars: int = 1500) -> str:
     """Sources numbered ``[1]..[n]`` in the given order, each with title, section and source name.
 
@@ -66,12 +78,9 @@ def format_sources(hits: Sequence[Hit], *, max_chars: int = 1500) -> str:
     template = prompts()["rag"]["source"]
     blocks = []
     for number, hit in enumerate(hits, start=1):
-        c = hit.chunk
-        section = " > ".join(p for p in c.section[-2:] if p) or "main text"
-        text = quoted(flatten_lines(c.text))
+        text = quoted(flatten_lines(hit.chunk.text))
         text = text if len(text) <= max_chars else text[:max_chars].rsplit(" ", 1)[0] + " …"
-        fields = {"title": quoted(c.title), "section": quoted(section), "source": quoted(c.source)}
-        blocks.append(template.format(number=number, text=text, **fields))
+        blocks.append(template.format(number=number, text=text, **label_fields(hit.chunk)))
     return "\n\n".join(blocks)
 
 

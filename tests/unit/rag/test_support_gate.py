@@ -70,6 +70,17 @@ def test_drop_removes_the_unsupported_sentence_its_citation_and_says_so():
                for n in answer.notes)  # fmt: skip
 
 
+def test_a_sentence_that_only_repeats_a_source_label_is_not_an_answer():
+    # the 1.5B generator sometimes answers with the label the prompt gives a source
+    label = "Management of Atrial Fibrillation (Anticoagulation; test) [1]."
+    answer = make(f"{label} {GOOD}")[0].answer(QUESTION)
+    assert answer.mode == "rag" and answer.text == GOOD
+    assert answer.sentences[0].status == "removed"
+    assert answer.sentences[0].reasons == ("repeats a source's label, not an answer",)
+    only = make(label)[0].answer(QUESTION)
+    assert only.mode == "abstained"
+
+
 def test_drop_keeps_remaining_markers_pointing_at_their_passages():
     answer = make(f"{BAD} {GOOD_2}")[0].answer(QUESTION)
     assert answer.text == GOOD_2  # marker [2] is not renumbered: it still means passage 2
