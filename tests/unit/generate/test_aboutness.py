@@ -78,6 +78,16 @@ def test_a_passage_about_the_question_passes_despite_plurals_and_endings():
     assert is_about("What A1C goal is appropriate for adults with diabetes?", diabetic)
 
 
+def test_one_measure_spelled_two_ways_counts_once_and_nothing_else_does():
+    kdigo = chunk("KDIGO 2024 CKD guideline", ("CKD Staging", "GFR Categories"), "| G3a | 45–59 | Mildly |")
+    question = "Which eGFR range defines CKD stage G3a?"
+    assert key_terms(question) == ("egfr", "ckd", "g3a")
+    assert missing_terms(key_terms(question), kdigo) == ()
+    assert missing_terms(("a1c",), chunk("ADA", ("Glycemic goals",), "HbA1c below 7%")) == ()
+    assert missing_terms(("egfr",), chunk("KDIGO", ("Albuminuria",), "ACR categories A1-A3")) == ("egfr",)
+    assert missing_terms(("gfr",), chunk("KDIGO", ("Staging",), "eGFR falls")) == ()
+
+
 def test_title_and_section_count_as_part_of_the_passage():
     af = chunk(
         "Guideline for the Management of Atrial Fibrillation", ("Anticoagulation",),
