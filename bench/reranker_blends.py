@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from bench.reranker_heldout import DEPTH, bioasq_11b, liveqa
+from bench.reranker_heldout import DEPTH, bioasq_11b, bioasq_validation, liveqa
 from core.paths import Paths
 from evals.metrics.retrieval import ndcg_at_k
 from evals.stats import paired_bootstrap_mean_diff
@@ -47,23 +47,6 @@ FEATURES = {
     "logit+rank+bm25+dense": ("logit", "log_rank", "log_bm25_rank", "log_dense_rank"),
 }
 POOL = DEPTH * 3  # BM25 and dense lists the ranks are read from
-
-
-def bioasq_validation(paths: Paths, config: PairConfig) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """The BioASQ validation questions of the training run made with ``config``."""
-    from corpora.sources.bioasq import qrels_doc_id
-    from training.leakage import held_out_questions
-    from training.pairs import PairStats, bioasq_training_questions, split_of
-
-    queries, qrels = {}, {}
-    for row in bioasq_training_questions(
-        paths.source_data, held_out_questions(paths.source_data), PairStats()
-    ):
-        qid = str(row["id"])
-        if split_of(qid, config.seed, config.validation_share) == "validation":
-            queries[qid] = " ".join(str(row["body"]).split())
-            qrels[qid] = {qrels_doc_id(s): 1 for s in row.get("snippet_ids", [])}  # type: ignore[union-attr]
-    return queries, qrels
 
 
 def medquad_validation(

@@ -37,6 +37,7 @@ from evals.stats import paired_bootstrap_mean_diff
 from rag.indexing import make_retriever, open_index
 from rag.retrieve.fusion import weighted_score_fusion
 from training.calibrate import reliability
+from training.pairs import PairConfig
 
 DEPTH = 30  # the reranker's input, as in the pipeline's hybrid candidates
 WEIGHT_GRID = [round(0.1 * i, 1) for i in range(11)]
@@ -87,6 +88,23 @@ def liveqa(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     return dict(rset.queries), {q: dict(d) for q, d in rset.qrels.items()}
 
 
+def bioasq_validation(paths: Paths, config: PairConfig) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """The BioASQ validation questions of the training run made with ``config``."""
+    from corpora.sources.bioasq import qrels_doc_id
+    from training.leakage import held_out_questions
+    from training.pairs import PairStats, bioasq_training_questions, split_of
+
+    queries, qrels = {}, {}
+    for row in bioasq_training_questions(
+        paths.source_data, held_out_questions(paths.source_data), PairStats()
+    ):
+        qid = str(row["id"])
+        if split_of(qid, config.seed, config.validation_share) == "validation":
+            queries[qid] = " ".join(str(row["body"]).split())
+            qrels[qid] = {qrels_doc_id(s): 1 for s in row.get("snippet_ids", [])}  # type: ignore[union-attr]
+    return queries, qrels
+
+
 def liveqa_coverage_note(paths: Paths) -> tuple[str, int]:
     """Why LiveQA questions go unscored, and how many questions its file holds."""
     from evals.datasets.liveqa import load_liveqa, relevance_coverage
@@ -97,6 +115,15 @@ def liveqa_coverage_note(paths: Paths) -> tuple[str, int]:
             "answers only in collections MedQuAD does not distribute (ADAM, MedlinePlus drugs and herbs) "
             f"and {c['no_relevant_answer']} have none judged relevant.")  # fmt: skip
     return note, in_file
+
+
+def validation_questions(path: Path, paths: Paths, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+    """The training run's validation questions: from its ``validation.jsonl`` when it is there,
+    else rebuilt from the model manifest's split (same seed and share, same questions)."""
+    if path.is_file():
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    queries, qrels = bioasq_validation(paths, PairConfig(**manifest["pair_config"]))
+    return [{"qid": q, "question": text, "gold": sorted(qrels[q])} for q, text in queries.items()]
 
 
 def fit_fusion_weight(
@@ -249,9 +276,8 @@ def main() -> None:
             retrievers = {m: make_retriever(index, embedder, m, candidates=DEPTH * 3)
                           for m in ("bm25", "dense", "hybrid")}  # fmt: skip
             tuned = None
-            if set_name == "bioasq-11b" and args.validation.is_file():
-                raw = args.validation.read_text(encoding="utf-8").splitlines()
-                validation = [json.loads(x) for x in raw if x.strip()]
+            if set_name == "bioasq-11b":
+                validation = validation_questions(args.validation, paths, reranker.manifest)
                 weight, per_weight = fit_fusion_weight(validation, retrievers["bm25"], retrievers["dense"])
                 results["fusion_weight"], results["fusion_validation"] = weight, per_weight
                 fused = make_retriever(index, embedder, "hybrid", fusion="weighted",
