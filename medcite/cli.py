@@ -130,6 +130,8 @@ def _model_commands(sub: Sub) -> None:
     trainer.add_argument("--seed", type=int, default=13)
     trainer.add_argument("--epochs", type=int, default=3)
     trainer.add_argument("--medquad-questions", type=int, default=3000)
+    trainer.add_argument("--trainable-from", type=int, default=4,
+                         help="first of the 6 layers to train, 0-5 (those below are frozen)")  # fmt: skip
     trainer.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     support = models.add_parser(
         "train-support", help="train the support verifier on BioASQ 7B-10B claims (CPU, resumable)"
@@ -391,7 +393,8 @@ def _cmd_models_train_reranker(args: argparse.Namespace, paths: Paths) -> int:
     out = args.out or paths.data_dir / "models" / "relevance-minilm"
     folder = train_reranker(
         paths, out, PairConfig(seed=args.seed, medquad_questions=args.medquad_questions),
-        FitConfig(seed=args.seed, epochs=args.epochs), index_name=args.index,
+        FitConfig(seed=args.seed, epochs=args.epochs, trainable_from=args.trainable_from),
+        index_name=args.index,
     )  # fmt: skip
     print(
         f'relevance model written to {folder}; use it with [rerank] backend = "trained", '
