@@ -143,18 +143,13 @@ def medquad_eligible(
     eligible = []
     for doc in docs:
         text = normalise(doc.metadata.get("question", ""))
-        if doc.doc_id in skipped or text in banned_texts:
-            reason = "medquad_benchmark_pools"
-        elif doc.doc_id in liveqa_docs:
-            reason = "medquad_liveqa_judged"
-        elif text in banned:
-            reason = "medquad_in_evaluation_sets"
+        reason = ("medquad_benchmark_pools" if doc.doc_id in skipped or text in banned_texts
+                  else "medquad_liveqa_judged" if doc.doc_id in liveqa_docs
+                  else "medquad_in_evaluation_sets" if text in banned else None)  # fmt: skip
+        if reason:
+            stats.dropped[reason] = stats.dropped.get(reason, 0) + 1
         elif by_focus[doc.title.casefold()] > 1:
             eligible.append(doc)
-            continue
-        else:
-            continue
-        stats.dropped[reason] = stats.dropped.get(reason, 0) + 1
     return eligible, skipped
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from pathlib import Path
 
 from core.errors import ConfigError, SourceError
@@ -56,10 +57,8 @@ def read_questions(path: Path, field: str = "original") -> dict[str, str]:
     return out
 
 
-def read_judgements(path: Path) -> tuple[list[Judgement], int]:
-    """Mapped judgements (query ``TQ<n>``, MedQuAD doc id, grade 0-3) and how many were unmappable."""
-    mapped: list[Judgement] = []
-    dropped = 0
+def _judged_lines(path: Path) -> Iterator[tuple[int, str, int, str]]:
+    """``(line number, question number, LiveQA score 1-4, answer id)`` for each qrels line."""
     with require(path, "LiveQA-Med qrels").open(encoding="utf-8") as fh:
         for number, line in enumerate(fh, start=1):
             if not line.strip():
@@ -68,13 +67,21 @@ def read_judgements(path: Path) -> tuple[list[Judgement], int]:
             if not m:
                 raise SourceError(f"{path}:{number}: expected '<question> <1-4>-<label> <answer id>'")
             question, score, answer = m.groups()
-            if answer.startswith(ANSWERLESS_PREFIXES):
-                dropped += 1
-                continue
-            try:
-                mapped.append((f"TQ{question}", liveqa_answer_doc_id(answer), int(score) - 1))
-            except ValueError as exc:
-                raise SourceError(f"{path}:{number}: {exc}") from exc
+            yield number, question, int(score), answer
+
+
+def read_judgements(path: Path) -> tuple[list[Judgement], int]:
+    """Mapped judgements (query ``TQ<n>``, MedQuAD doc id, grade 0-3) and how many were unmappable."""
+    mapped: list[Judgement] = []
+    dropped = 0
+    for number, question, score, answer in _judged_lines(path):
+        if answer.startswith(ANSWERLESS_PREFIXES):
+            dropped += 1
+            continue
+        try:
+            mapped.append((f"TQ{question}", liveqa_answer_doc_id(answer), score - 1))
+        except ValueError as exc:
+            raise SourceError(f"{path}:{number}: {exc}") from exc
     return mapped, dropped
 
 
@@ -82,15 +89,10 @@ def relevance_coverage(root: Path) -> dict[str, int]:
     """How many questions have a relevant (grade > 0) answer that MedQuAD distributes, how many
     only in the collections it withholds (``ANSWERLESS_PREFIXES``), and how many none at all."""
     best: dict[str, dict[str, int]] = {}
-    with require(Path(root) / QRELS, "LiveQA-Med qrels").open(encoding="utf-8") as fh:
-        for line in fh:
-            m = _LINE.match(line.strip())
-            if not m:
-                continue
-            question, score, answer = m.groups()
-            kind = "withheld" if answer.startswith(ANSWERLESS_PREFIXES) else "distributed"
-            seen = best.setdefault(question, {"distributed": 0, "withheld": 0})
-            seen[kind] = max(seen[kind], int(score) - 1)
+    for _number, question, score, answer in _judged_lines(Path(root) / QRELS):
+        kind = "withheld" if answer.startswith(ANSWERLESS_PREFIXES) else "distributed"
+        seen = best.setdefault(question, {"distributed": 0, "withheld": 0})
+        seen[kind] = max(seen[kind], score - 1)
     return {
         "judged_questions": len(best),
         "relevant_in_medquad": sum(1 for b in best.values() if b["distributed"] > 0),
