@@ -2,8 +2,14 @@
 
 Reading the model's distribution over its first reply token is more reliable than parsing what
 a 1.5B model writes ("The answer is C", "**C**", "Option C."), and costs one prompt evaluation
-instead of a generation. Prompts that share a prefix (the same passages, another question)
-reuse llama.cpp's KV cache for that prefix.
+instead of a generation.
+
+Exact prefix reuse (``settle_prefix``): llama.cpp's own reuse keeps whatever prefix the previous
+prompt shared with this one, so the split between cached and newly evaluated tokens, and with it
+the floating-point sums, depended on the previous item (issue 16 saw a near-tie of option
+probabilities flip in 20 items). Only the *fixed* prefix of a prompt (its system turn, the same
+for every question) is reused here, and it is always evaluated alone from position 0, so a
+prompt's logits are the same bytes whatever came before it, in any process.
 """
 
 from __future__ import annotations
@@ -17,27 +23,44 @@ import numpy as np
 from core.errors import GeneratorError
 from rag.generate.backend import candidate_forms
 
-__all__ = ["candidate_logprobs", "last_position_logits", "single_token_ids"]
+__all__ = ["candidate_logprobs", "last_position_logits", "settle_prefix", "single_token_ids"]
 
 
-def last_position_logits(llm: Any, llama_cpp: Any, tokens: Sequence[int]) -> np.ndarray:
+def settle_prefix(llm: Any, tokens: Sequence[int], fixed: int) -> int:
+    """Leave exactly ``tokens[:fixed]`` in the KV cache, evaluated alone from position 0; return
+    how many tokens are cached (``fixed``, or less to keep at least one token to evaluate).
+
+    The prefix is kept when the cache already starts with it (it was evaluated the same way
+    then), else evaluated afresh; everything after it is dropped. Evaluating the rest from
+    ``fixed`` on is then the same computation whatever the previous prompt was.
+    """
+    fixed = max(0, min(fixed, len(tokens) - 1))
+    cached = llm.input_ids[: llm.n_tokens].tolist()
+    if llm.n_tokens >= fixed and cached[:fixed] == list(tokens[:fixed]):
+        llm.n_tokens = fixed  # eval() and generate() drop the KV cache from this position on
+        return fixed
+    llm.reset()
+    if fixed:
+        try:
+            llm.eval(list(tokens[:fixed]))
+        except (ValueError, RuntimeError) as exc:
+            llm.reset()
+            raise GeneratorError(f"llama.cpp failed to evaluate the prompt: {exc}") from exc
+    return fixed
+
+
+def last_position_logits(llm: Any, llama_cpp: Any, tokens: Sequence[int], fixed: int = 0) -> np.ndarray:
     """Logits (float32, full vocabulary) of the token that would follow ``tokens``.
 
-    Only the suffix after the longest prefix already in the KV cache is evaluated, and always at
-    least the last token, so the logits belong to this prompt.
+    Only ``tokens[:fixed]`` (the prompt's fixed prefix) may come from the KV cache
+    (``settle_prefix``); the rest is always evaluated, at least the last token, so the logits
+    belong to this prompt and do not depend on the previous one.
     """
-    cached = llm.input_ids[: llm.n_tokens].tolist()
-    keep = 0
-    for a, b in zip(cached, tokens, strict=False):
-        if a != b:
-            break
-        keep += 1
-    keep = min(keep, len(tokens) - 1)
-    llm.n_tokens = keep  # eval() drops the KV cache from this position on
+    keep = settle_prefix(llm, tokens, fixed)
     try:
         llm.eval(list(tokens[keep:]))
     except (ValueError, RuntimeError) as exc:
-        llm.n_tokens = 0  # the cache state is unknown: the next call evaluates from scratch
+        llm.reset()  # the cache state is unknown: the next call evaluates from scratch
         raise GeneratorError(f"llama.cpp failed to evaluate the prompt: {exc}") from exc
     row = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
     return np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).copy()

@@ -19,7 +19,7 @@ from core.errors import GeneratorError, GeneratorTimeout, ModelError, require
 from core.types import Generation, Message
 from indexes.files import sha256_file
 from rag.generate.backend import Deadline, chat_messages, generation
-from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, single_token_ids
+from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, settle_prefix, single_token_ids
 from rag.generate.model_files import recorded_sha256
 
 __all__ = ["LlamaCppGenerator", "default_threads"]
@@ -65,6 +65,7 @@ class LlamaCppGenerator:
         self._formatter: Any = None
         self._sha256: str | None = None
         self._single_tokens: dict[str, tuple[int, ...]] = {}
+        self._fixed: dict[str, list[int]] = {}  # system message -> its turn's tokens (``_fixed_prefix``)
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -104,8 +105,18 @@ class LlamaCppGenerator:
         self._llm = llm
         return llm
 
-    def _prompt(self, llm: Any, messages: Sequence[Message], room: int) -> list[int]:
-        """Token ids of the chat, formatted by the GGUF's own template; checks the context fits."""
+    def _prompt(self, llm: Any, messages: Sequence[Message], room: int) -> tuple[list[int], int]:
+        """Token ids of the chat, formatted by the GGUF's own template, and how many of them are
+        its fixed prefix (``_fixed_prefix``); checks the context fits."""
+        tokens = self._tokens(llm, messages)
+        if len(tokens) + room > self.n_ctx:
+            raise GeneratorError(
+                f"the prompt has {len(tokens)} tokens and {room} more are needed, over the context "
+                f"window of {self.n_ctx}; pass fewer or shorter passages, or raise n_ctx"
+            )
+        return tokens, self._fixed_prefix(llm, messages, tokens)
+
+    def _tokens(self, llm: Any, messages: Sequence[Message]) -> list[int]:
         # Special tokens are parsed in the formatted prompt (the template's own <|im_start|> must
         # be), so message content is defused first: it cannot forge a turn of its own.
         try:
@@ -113,12 +124,23 @@ class LlamaCppGenerator:
         except ValueError as exc:  # the template's raise_exception(), e.g. roles out of order
             raise GeneratorError(f"the model's chat template rejected the messages: {exc}") from exc
         tokens: list[int] = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-        if len(tokens) + room > self.n_ctx:
-            raise GeneratorError(
-                f"the prompt has {len(tokens)} tokens and {room} more are needed, over the context "
-                f"window of {self.n_ctx}; pass fewer or shorter passages, or raise n_ctx"
-            )
         return tokens
+
+    def _fixed_prefix(self, llm: Any, messages: Sequence[Message], tokens: Sequence[int]) -> int:
+        """How many leading tokens of ``tokens`` belong to the system turn, the part every question
+        of a kind shares and the only part reused from the KV cache (``settle_prefix``). It is a
+        function of the prompt alone, so the same prompt always splits the same way."""
+        if not messages or messages[0].role != "system":
+            return 0
+        system = messages[0].content
+        if system not in self._fixed:  # the system turn alone, then an opened assistant turn
+            self._fixed[system] = self._tokens(llm, messages[:1])
+        shared = 0
+        for a, b in zip(tokens, self._fixed[system], strict=False):
+            if a != b:
+                break
+            shared += 1
+        return shared
 
     # -- generation ----------------------------------------------------------------------------
 
@@ -133,7 +155,8 @@ class LlamaCppGenerator:
         start = time.perf_counter()
         with self._lock:
             llm = self._model()
-            tokens = self._prompt(llm, messages, room=1)
+            tokens, fixed = self._prompt(llm, messages, room=1)
+            settle_prefix(llm, tokens, fixed)
             deadline = Deadline(self.timeout_s)
             out = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=False)
         if deadline.expired:
@@ -158,7 +181,8 @@ class LlamaCppGenerator:
         completion_tokens = 0
         with self._lock:
             llm = self._model()
-            tokens = self._prompt(llm, messages, room=1)
+            tokens, fixed = self._prompt(llm, messages, room=1)
+            settle_prefix(llm, tokens, fixed)
             deadline = Deadline(self.timeout_s)
             chunks = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=True)
             try:
@@ -220,7 +244,8 @@ class LlamaCppGenerator:
         with self._lock:
             llm = self._model()
             llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
-            logits = last_position_logits(llm, llama_cpp, self._prompt(llm, messages, room=0))
+            tokens, fixed = self._prompt(llm, messages, room=0)
+            logits = last_position_logits(llm, llama_cpp, tokens, fixed)
             for c in candidates:
                 if c not in self._single_tokens:
                     self._single_tokens[c] = single_token_ids(llm, c)

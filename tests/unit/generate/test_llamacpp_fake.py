@@ -68,6 +68,9 @@ class FakeLlama:
         self.evaluated.append(list(tokens))
         self.busy = False
 
+    def reset(self) -> None:
+        self.n_tokens = 0
+
     def create_completion(self, tokens: list[int], **kw: Any) -> Any:
         stopped = kw["stopping_criteria"](tokens, None)
         pieces = [] if stopped else ["Vitamin", " C", "."]
@@ -140,24 +143,34 @@ def test_candidates_that_are_not_one_token_get_minus_infinity(fake_llama, gguf):
     assert lp["Vitamin C"] == -math.inf and lp[""] == -math.inf and math.isfinite(lp["A"])
 
 
-def test_model_loads_lazily_once_and_reuses_the_prompt_prefix(fake_llama, gguf):
+def test_model_loads_lazily_once(fake_llama, gguf):
     gen = LlamaCppGenerator(gguf, threads=3, n_ctx=512, batch=64, seed=7)
     assert FakeLlama.instances == []
     gen.next_token_logprobs(ASK, ["A"])
+    gen.next_token_logprobs(ASK, ["B"])
     (llm,) = FakeLlama.instances
     kw = llm.kwargs
-    assert (kw["n_threads"], kw["n_threads_batch"], kw["n_ctx"], kw["n_batch"], kw["seed"]) == (
-        3,
-        3,
-        512,
-        64,
-        7,
-    )
+    assert (kw["n_threads"], kw["n_threads_batch"], kw["n_ctx"], kw["n_batch"], kw["seed"]) == (3, 3, 512, 64, 7)
     assert kw["verbose"] is False
-    full = len("<user>Which vitamin?<assistant>")
-    gen.next_token_logprobs(ASK, ["B"])  # identical prompt: only the last token is re-evaluated
-    gen.next_token_logprobs([Message("user", "Which vitamin? Or mineral?")], ["A"])
-    assert [len(t) for t in llm.evaluated] == [full, 1, len(" Or mineral?<assistant>")]
+
+
+def test_only_the_system_turn_is_reused_so_no_prompt_depends_on_the_one_before(fake_llama, gguf):
+    """llama.cpp's own reuse kept whatever prefix two prompts shared, so where a prompt was split
+    into cached and new tokens (and its floating-point sums) depended on the prompt before it.
+    Only the system turn is reused, always evaluated alone from position 0."""
+    gen = LlamaCppGenerator(gguf, threads=1)
+    system = Message("system", "Answer.")
+    first = [system, Message("user", "Which vitamin?")]
+    second = [system, Message("user", "Which vitamin? Or mineral?")]
+    turn = len("<system>Answer.<")  # up to where it parts from "<system>Answer.<assistant>"
+    gen.next_token_logprobs(first, ["A"])
+    gen.next_token_logprobs(second, ["A"])  # shares far more than the system turn with `first`
+    gen.next_token_logprobs(second, ["B"])  # the identical prompt again
+    (llm,) = FakeLlama.instances
+    rest = len("user>Which vitamin? Or mineral?<assistant>")
+    assert [len(t) for t in llm.evaluated] == [turn, len("user>Which vitamin?<assistant>"), rest, rest]
+    gen.next_token_logprobs(ASK, ["A"])  # no system turn: nothing is reused
+    assert len(llm.evaluated[-1]) == len("<user>Which vitamin?<assistant>")
     assert len(FakeLlama.instances) == 1
 
 
