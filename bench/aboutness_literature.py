@@ -1,6 +1,6 @@
 """How often is a gold BioASQ snippet "about" its own question, by the aboutness check's rule?
 
-The aboutness check (``rag/generate/aboutness.py``) keeps a passage only if it contains every
+The aboutness check (``rag/check/aboutness.py``) keeps a passage only if it contains every
 key term of the question. Its generic words were chosen on clinical guideline questions; on
 research questions ("Is levosimendan effective for ALS?", "What is the mechanism of action of
 X?") the framing words ("effective", "mechanism", "action") were taken as subject words, so the
@@ -48,13 +48,13 @@ ABSTENTION_SETS = (
 
 
 def rule_at(rev: str) -> types.ModuleType:
-    """``rag/generate/aboutness.py`` as committed at ``rev``, loaded as a separate module."""
+    """``rag/check/aboutness.py`` as committed at ``rev``, loaded as a separate module."""
     source = subprocess.run(
-        ["git", "show", f"{rev}:rag/generate/aboutness.py"], capture_output=True, text=True, check=True
+        ["git", "show", f"{rev}:rag/check/aboutness.py"], capture_output=True, text=True, check=True
     ).stdout
     module = types.ModuleType(f"aboutness_{rev}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:rag/generate/aboutness.py", "exec"), module.__dict__)
+    exec(compile(source, f"{rev}:rag/check/aboutness.py", "exec"), module.__dict__)
     return module
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from core.paths import Paths
 from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
 from evals.support_set import KINDS, SupportPair, build_pairs, nearest_by_embedding, read_questions
-from rag.generate.verify import PairSupport, SupportVerifier
+from rag.check.verify import PairSupport, SupportVerifier
 
 PROFILE_THRESHOLD = 0.5
 TARGET_RECALL = 0.80
@@ -171,7 +171,7 @@ def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: 
     pairs = build_pairs(questions, nearest_by_embedding(embedder.embed), seed=seed)
     trained = None
     if model is not None:
-        from rag.generate.support_model import TrainedSupport
+        from rag.check.support_model import TrainedSupport
 
         trained = TrainedSupport(model)
     what = "verifier (heuristic" + (" and trained model)" if trained else ")")
@@ -313,7 +313,7 @@ def markdown(report: dict[str, Any]) -> str:
 
 
 def _model_arg(value: str | None) -> Path | None:
-    from rag.generate.support_model import MANIFEST_FILE, SHIPPED_SUPPORT_MODEL
+    from rag.check.support_model import MANIFEST_FILE, SHIPPED_SUPPORT_MODEL
 
     if value == "none":
         return None

@@ -417,7 +417,7 @@ def _cmd_models_train_support(args: argparse.Namespace, paths: Paths) -> int:
     folder = train_support(paths, out, config, fit)
     print(
         f'support model written to {folder}; use it with [verify] backend = "trained", '
-        f'model_path = "{folder}", or copy it to rag/generate/weights/support-minilm to ship it'
+        f'model_path = "{folder}", or copy it to rag/check/weights/support-minilm to ship it'
     )
     return 0
 

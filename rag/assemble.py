@@ -78,7 +78,7 @@ def check_sentence_budget(config: RerankConfig) -> None:
 
 def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = None) -> Assembled:
     """Load the profile's index, embedder, generator, reranker and verifier into a Pipeline."""
-    from rag.generate.verify import SupportVerifier
+    from rag.check.verify import SupportVerifier
 
     check_sentence_budget(profile.rerank)
     r = profile.retrieval
@@ -101,7 +101,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
             v = profile.verify
             support_model = None
             if v.backend == "trained":
-                from rag.generate.support_model import TrainedSupport
+                from rag.check.support_model import TrainedSupport
 
                 support_model = TrainedSupport(v.model_path)
             judge = generator if v.llm_judge else None

@@ -4,7 +4,7 @@ One question goes through: optional reformulation -> retrieval (filters before r
 reranking with an evidence threshold -> optionally, only the best sentences of the kept passages
 (``sentence_budget``) -> generation from numbered sources -> citation parsing -> the support
 gate (each sentence verified against its cited passages, each cited passage checked to be
-about the question; ``rag/generate/gate.py``). When no passage clears the threshold, when no
+about the question; ``rag/check/gate.py``). When no passage clears the threshold, when no
 kept passage is about the question (so no cited sentence could be shown; checked before
 generating, except under the ``flag`` policy), or no generated sentence passes the gate, the
 pipeline abstains instead of letting the model answer
@@ -26,7 +26,7 @@ from core.types import Answer, Filters, Generation, Hit, Message, SentenceSuppor
 from rag.choice import choose_option
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
-from rag.generate.gate import SupportChecker, SupportGate
+from rag.check.gate import SupportChecker, SupportGate
 from rag.profile import Profile
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
@@ -65,7 +65,7 @@ class PipelineSettings:
     # Passages that address instructions to the model are set aside before reranking (noted).
     screen_instructions: bool = True
     # What happens to a generated sentence its cited passage does not support, or that cites a
-    # passage not about the question (rag/generate/gate.py): "drop" | "flag" | "abstain".
+    # passage not about the question (rag/check/gate.py): "drop" | "flag" | "abstain".
     support_policy: SupportPolicy = _PROFILE.verify.policy
 
     @classmethod
@@ -244,7 +244,7 @@ class Pipeline:
     ) -> Iterator[str | Answer]:
         """Yield the answer text as it may be presented, then the final ``Answer``.
 
-        A generated answer passes the support gate (``rag.generate.gate``) on its way out: it
+        A generated answer passes the support gate (``rag.check.gate``) on its way out: it
         arrives a sentence at a time, each once the next has begun and it has been verified
         against its cited passages; sentences that fail are left out or flagged, as the
         ``support_policy`` says. The text pieces joined are the final ``Answer.text``.

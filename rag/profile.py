@@ -69,15 +69,15 @@ class GeneratorConfig(_Strict):
 
 
 class VerifyConfig(_Strict):
-    # "heuristic": embedding cosine + lexical coverage + number check (rag/generate/verify.py);
-    # "trained": the support model medcite trains (rag/generate/support_model.py) + number check.
+    # "heuristic": embedding cosine + lexical coverage + number check (rag/check/verify.py);
+    # "trained": the support model medcite trains (rag/check/support_model.py) + number check.
     backend: Literal["heuristic", "trained"] = "heuristic"
     model_path: Path | None = None  # trained: a model folder; default: the one shipped with medcite
     # None: the backend's own (heuristic 0.5; trained: the threshold in the model's manifest)
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     llm_judge: bool = False
     # What a generated sentence below the threshold, or citing a passage not about the question,
-    # becomes (rag/generate/gate.py): "drop" leaves it out (the answer abstains when none is
+    # becomes (rag/check/gate.py): "drop" leaves it out (the answer abstains when none is
     # left), "flag" shows it behind an [UNSUPPORTED] label, "abstain" withholds the whole answer.
     # An index without embeddings has no verifier: nothing is verified, so drop and abstain
     # abstain and flag labels every sentence [UNVERIFIED].

@@ -10,7 +10,7 @@ Questions, split by question and year so nothing evaluated is trained on:
 - **test** (BioASQ 11B) is never read here; ``python -m evals.verifier_eval`` reports on it.
 
 Training pairs per claim (a claim is an ideal-answer sentence, as in ``evals.support_set``),
-each against one window of a passage (``rag.generate.support_model.windows``):
+each against one window of a passage (``rag.check.support_model.windows``):
 
 - ``own`` (1): the window of its own gold passage sharing most content words with it;
 - ``other`` / ``near`` (0): the best such window of a random other question's passage, and of the
@@ -32,10 +32,10 @@ dev and test splits use the first only, as ``evals.support_set`` does.
 Steps: pairs -> bottom layers cached (``training.fit.cache_bottom``) -> adapters trained
 (``training.fit.train``, checkpointed; a finished run is not cached again) -> calibration on
 dev (a logistic regression of the label on the best window's logit and the lexical coverage,
-``rag.generate.support_model.calibrated``) -> the threshold: the highest support, as the
+``rag.check.support_model.calibrated``) -> the threshold: the highest support, as the
 verifier computes it (number and name checks included), that keeps 0.80 of the supported dev pairs ->
 ``model/adapter.safetensors`` (float16) and ``model/manifest.json``. Copy ``model`` to
-``rag/generate/weights/support-minilm`` to ship it.
+``rag/check/weights/support-minilm`` to ship it.
 """
 
 from __future__ import annotations
@@ -233,7 +233,7 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
     from indexes.embedder import SentenceTransformerEmbedder
-    from rag.generate.support_model import ADAPTER_FILE, MANIFEST_FILE
+    from rag.check.support_model import ADAPTER_FILE, MANIFEST_FILE
     from rag.rerank.trained import SHIPPED_MODEL, read_manifest
 
     started = time.perf_counter()
@@ -280,8 +280,8 @@ def _support_model(
 
 
 def _windows_cache(tokenizer: PairTokenizer, window_tokens: int) -> Callable[[str], list[str]]:
-    """A passage's windows (``rag.generate.support_model.passage_windows``), each passage cut once."""
-    from rag.generate.support_model import passage_windows
+    """A passage's windows (``rag.check.support_model.passage_windows``), each passage cut once."""
+    from rag.check.support_model import passage_windows
 
     cache: dict[str, list[str]] = {}
 
@@ -345,9 +345,9 @@ class _Calibration:
 
 def _calibrate(pairs: list[SupportPair], logits: np.ndarray, labels: np.ndarray) -> _Calibration:
     """The calibration fitted on dev, the threshold chosen there, and the dev metrics."""
-    from rag.generate.support_model import FEATURES, calibrated
-    from rag.generate.support_signals import lexical_coverage
-    from rag.generate.verify import CHECK_PENALTY, rule_checks
+    from rag.check.support_model import FEATURES, calibrated
+    from rag.check.support_signals import lexical_coverage
+    from rag.check.verify import CHECK_PENALTY, rule_checks
 
     lexical = np.array([lexical_coverage(p.claim, p.passage) for p in pairs])
     weights, bias = fit_logistic(np.column_stack([logits, lexical]), labels)
@@ -374,7 +374,7 @@ def _manifest(
     stats: PairStats, fitted: _Calibration, state: dict[str, Any], trained_here: bool, started: float,
 ) -> dict[str, Any]:  # fmt: skip
     torch = require("torch", package="torch", extra="dense")
-    from rag.generate.support_model import FORMAT
+    from rag.check.support_model import FORMAT
 
     metrics = {**fitted.metrics, "training": state}
     return {

@@ -4,7 +4,7 @@ The latest user turn is the question; the turn before it shapes the search (foll
 client's system messages are not passed to the model (medcite's own instructions govern
 citation and abstention). Every request takes a generation slot first (429 when the queue is
 full). Content streams a sentence at a time: ``Pipeline.stream`` lets a sentence out only once
-the support gate has verified it (``rag/generate/gate.py``), so an unsupported sentence never
+the support gate has verified it (``rag/check/gate.py``), so an unsupported sentence never
 reaches a client as ``content``, and the pieces add up to the final ``medcite.text``. A stream
 starts only once its first piece exists (a verified sentence or the abstention), so failures
 before it (unknown model, bad query, generator down, a timeout in the first sentence) get their

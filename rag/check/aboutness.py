@@ -90,11 +90,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
-from rag.generate.dose_scope import QUALIFIERS
+from rag.check.dose_scope import QUALIFIERS
+from rag.check.terms import SAME_MEASURE, Concept, Vocabulary, chunk_stems, coverage, stem
 
 POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
 
@@ -143,25 +145,7 @@ GENERIC_TERMS = frozenset(
 # The article "a" (lower case anywhere, or "A" opening the question) is no subject word, though
 # the tokenizer keeps one-letter tokens for "vitamin A" and "hepatitis A" (capitalised, kept).
 _ARTICLE = re.compile(r"(?<![\w-])a(?![\w-])|^\s*A(?=\s)")
-_ENDINGS = ("ation", "ing", "ed", "ic", "al")  # one of these is cut, longest first, stem >= 4 letters
 _JOINERS = re.compile(r"[-/+']")
-
-
-def stem(token: str) -> str:
-    """A deliberately small stemmer for matching (see the module docstring); codes stay as they are."""
-    if len(token) <= 4 or not token.isalpha():  # short words and codes (a1c, g3a, egfr) match exactly
-        return token
-    if token.endswith("ies"):
-        token = token[:-3] + "y"
-    elif token.endswith("s") and not token.endswith(("ss", "is", "us")):  # sepsis, prostatitis stay
-        token = token[:-1]
-    for ending in _ENDINGS:
-        if token.endswith(ending) and len(token) - len(ending) >= 4:
-            token = token[: -len(ending)]
-            break
-    return token[:-1] if token.endswith("e") and len(token) > 4 else token
-
-
 _GENERIC_STEMS = frozenset(stem(word) for word in GENERIC_TERMS)  # "decided" is as generic as "decide"
 
 
@@ -193,14 +177,6 @@ def unnamed_populations(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
     return tuple(name for name in names if not POPULATIONS[name].search(text))
 
 
-# Clinical abbreviations written two ways for one measure: a passage with either covers both.
-# Kept to exact equivalents ("eGFR" is the GFR as guidelines stage it: KDIGO's G1-G5 table says
-# "GFR"); a broader synonym list would let passages about something else through.
-SAME_MEASURE: tuple[frozenset[str], ...] = (
-    frozenset({"egfr", "gfr"}),
-    frozenset({"hba1c", "a1c"}),
-    frozenset({"ecg", "ekg"}),
-)
 _SAME = {term: group for group in SAME_MEASURE for term in group}
 
 
@@ -298,24 +274,64 @@ def subtypes(question: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class QuestionRules:
+    """Which rules decide that a passage is about a question (module docstring), for the gate
+    and for ablations. ``terms``: ``"weighted"`` (the concepts a passage covers weigh at least
+    ``min_coverage`` of the question's, ``rag.check.terms``), ``"every"`` (every key term, the
+    rule before issue 31) or ``"off"``."""
+
+    terms: Literal["weighted", "every", "off"] = "every"
+    min_coverage: float = 0.7
+    subtypes: bool = True
+    asked_for: bool = True
+    populations: bool = True
+
+
+@dataclass(frozen=True)
 class Question:
-    """What a passage must show to be about one question (rules 1-6), read once per question."""
+    """What a passage must show to be about one question, read once per question."""
 
     terms: tuple[str, ...]
     subtypes: tuple[str, ...]
     kinds: tuple[AskedFor, ...]
     populations: tuple[str, ...] = ()
+    concepts: tuple[Concept, ...] = ()
+    rules: QuestionRules = field(default_factory=QuestionRules)
 
     @classmethod
-    def read(cls, question: str) -> Question:
-        return cls(key_terms(question), subtypes(question), asked_for(question), populations(question))
+    def read(
+        cls, question: str, vocabulary: Vocabulary | None = None, rules: QuestionRules | None = None
+    ) -> Question:
+        rules = rules or QuestionRules()
+        terms = key_terms(question)
+        return cls(
+            terms=terms,
+            subtypes=subtypes(question) if rules.subtypes else (),
+            kinds=asked_for(question) if rules.asked_for else (),
+            populations=populations(question) if rules.populations else (),
+            concepts=(vocabulary or Vocabulary.empty()).concepts(terms),
+            rules=rules,
+        )
+
+    def coverage(self, chunk: Chunk) -> tuple[float, tuple[str, ...]]:
+        """The weighted share of the question's concepts ``chunk`` covers, and those it lacks."""
+        return coverage(self.concepts, chunk_stems(chunk))
 
     def missing(self, chunk: Chunk) -> tuple[str, ...]:
         """What ``chunk`` lacks to be about the question: key terms, the subtype, asked-for kinds,
         the population."""
-        terms = missing_terms(self.terms, chunk)
-        return (terms + missing_subtypes(self.subtypes, chunk) + unspoken(self.kinds, chunk)
-                + unnamed_populations(self.populations, chunk))  # fmt: skip
+        terms: tuple[str, ...] = ()
+        if self.rules.terms == "every":
+            terms = missing_terms(self.terms, chunk)
+        elif self.rules.terms == "weighted":
+            share, lacking = self.coverage(chunk)
+            terms = lacking if share < self.rules.min_coverage else ()
+        return (
+            terms
+            + missing_subtypes(self.subtypes, chunk)
+            + unspoken(self.kinds, chunk)
+            + unnamed_populations(self.populations, chunk)
+        )
 
 
 def missing_subtypes(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:

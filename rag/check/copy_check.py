@@ -1,6 +1,6 @@
 """Does a sentence that copies one sentence of its passage keep that sentence's words?
 
-One of the checks a support score is capped by (``rag.generate.verify``); pure functions.
+One of the checks a support score is capped by (``rag.check.verify``); pure functions.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from difflib import SequenceMatcher
 from core.types import Chunk
 from indexes.text import STOPWORDS
 from rag.generate.sentences import marker_free, sentence_spans
-from rag.generate.support_signals import _NUMBER, _singular, plain
+from rag.check.support_signals import _NUMBER, _singular, plain
 
 _COPY_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 NEAR_COPY = 0.6  # share of the claim's words a passage sentence must give, in order, for a near copy

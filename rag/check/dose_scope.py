@@ -1,6 +1,6 @@
 """Is a dose claimed for a group (children, pregnancy, kidney function, ...) given for that group?
 
-One of the checks a support score is capped by (``rag.generate.verify``); pure functions.
+One of the checks a support score is capped by (``rag.check.verify``); pure functions.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 
 from core.types import Chunk
 from rag.generate.sentences import marker_free, sentence_spans
-from rag.generate.support_signals import quantities
+from rag.check.support_signals import quantities
 
 # Who or what a dose applies to. A dose stated for one group (a renal dose, an adult dose) read
 # as the dose for another is the worst error this product can make, and a bag of words or a

@@ -6,10 +6,10 @@ say so. Each sentence of a generated answer (after ``rag.generate.citations.pars
 checked twice:
 
 - *supported*: it cites at least one passage and the verifier's support (best over its cited
-  passages, ``rag.generate.verify``) reaches the verifier's threshold;
+  passages, ``rag.check.verify``) reaches the verifier's threshold;
 - *on topic*: every passage it cites contains the question's key terms and the subtype it names
   ("type 2"), and speaks of what the question asks for when that is a treatment, a dose, a
-  missed dose or storage (``rag.generate.aboutness``).
+  missed dose or storage (``rag.check.aboutness``).
 
 A sentence citing both passages about the question and passages that are not (a list of a
 rare disease's features citing [1][2][3] where [3] is the phenotype list of a neighbouring
@@ -61,10 +61,10 @@ from typing import Protocol
 import numpy as np
 
 from core.types import Citation, Hit, SentenceSupport, SupportPolicy
-from rag.generate.aboutness import Question
+from rag.check.aboutness import Question
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
 from rag.generate.prompts import source_label
-from rag.generate.support_signals import listed_entries, quoted_from_passage
+from rag.check.support_signals import listed_entries, quoted_from_passage
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
 FLAG_UNVERIFIED = "[UNVERIFIED] "
@@ -80,7 +80,7 @@ Scored = tuple[SentenceSupport, dict[int, float]]  # a sentence's support and ea
 
 
 class SupportChecker(Protocol):
-    """What the gate needs of a verifier (``rag.generate.verify.SupportVerifier`` is one)."""
+    """What the gate needs of a verifier (``rag.check.verify.SupportVerifier`` is one)."""
 
     threshold: float
 

@@ -1,6 +1,6 @@
 """Markdown passages as the plain prose the support model was trained on.
 
-The support model (``rag.generate.support_model``) learned from BioASQ snippets: plain sentences.
+The support model (``rag.check.support_model``) learned from BioASQ snippets: plain sentences.
 The guideline summaries of the default corpus are Markdown: bold runs (``**Target: SU < 6
 mg/dL**``) and tables (``| G3a | 45–59 | ... |``). Read raw, a table row is a string of cells
 with no words tying them to their column, and bold markers are noise the model never saw. So the

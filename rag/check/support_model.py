@@ -1,6 +1,6 @@
 """The support model medcite trains itself: does this passage state what this sentence claims?
 
-The heuristic verifier (``rag.generate.verify``) reads topic and wording but not meaning: on the
+The heuristic verifier (``rag.check.verify``) reads topic and wording but not meaning: on the
 BioASQ support set it accepted 90% of claims with a negation added or removed and 95% with a
 direction flipped ("increases" -> "decreases"). This model reads the pair together: the
 relevance cross-encoder (``rag/rerank/weights/relevance-minilm``) with low-rank adapters on its
@@ -8,13 +8,13 @@ top two layers and its own head (``rag.rerank.minilm.SupportModel``), trained on
 7B-10B claims against their gold snippets, with perturbed claims and other questions' passages
 as negatives (``training/support.py``; ``medcite models train-support``).
 
-The model reads a passage's Markdown as plain prose (``rag.generate.plain_text``: no emphasis
+The model reads a passage's Markdown as plain prose (``rag.check.plain_text``: no emphasis
 markers, table rows as ``column: cell`` lines). A passage longer than the model's input is read
 in windows of whole sentences
 (:func:`windows`, about ``window_tokens`` wordpieces each, neighbouring windows sharing one
 sentence), each prefixed by the passage's heading; a pair's logit is the best window's.
 ``P(supported) = sigmoid(a * logit + c * lexical + b)``, where ``lexical`` is the share of the
-claim's content words found in the passage (``rag.generate.support_signals.lexical_coverage``,
+claim's content words found in the passage (``rag.check.support_signals.lexical_coverage``,
 the heuristic's own signal) and ``a, c, b`` are fitted on the dev questions of
 ``evals.support_set``: on dev, adding it raised precision at recall 0.80 from 0.705 to 0.727 and
 caught more claims set against a same-topic passage (the model alone reads a fluent passage on
@@ -36,9 +36,9 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.types import Chunk
-from rag.generate.plain_text import plain_text
+from rag.check.plain_text import plain_text
 from rag.generate.sentences import sentence_spans
-from rag.generate.support_signals import lexical_coverage
+from rag.check.support_signals import lexical_coverage
 from rag.rerank.evidence import heading
 from rag.rerank.trained import read_model_manifest, score_encoded
 

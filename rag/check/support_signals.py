@@ -1,6 +1,6 @@
 """The cheap signals behind a support score: what a claim is compared with, and how.
 
-Pure functions over text and chunks; ``rag.generate.verify`` combines them (see its docstring
+Pure functions over text and chunks; ``rag.check.verify`` combines them (see its docstring
 for the formula and the calibration).
 """
 

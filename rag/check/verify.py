@@ -1,7 +1,7 @@
 """Does each cited passage support the sentence that cites it? A cheap, explainable score.
 
 No NLI or cross-encoder model ships weights on the registry, so support is estimated from three
-signals (``rag.generate.support_signals``) that each catch a different failure, optionally with
+signals (``rag.check.support_signals``) that each catch a different failure, optionally with
 the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's markers stripped:
 
 - ``cosine``: embedding cosine between the sentence and the passage, the max over the passage's
@@ -50,7 +50,7 @@ choosing the weights): supported pairs scored 0.56-1.00, number changes 0.12-0.3
 AKI" 0.84, "tenecteplase is contraindicated before thrombectomy" 0.59): the heuristic does not
 read negation or scope; that is what the judge is for.
 
-With the trained support model (``verify.backend = "trained"``, ``rag.generate.support_model``),
+With the trained support model (``verify.backend = "trained"``, ``rag.check.support_model``),
 ``support = P(supported) * check factor``, where P(supported) calibrates the model's logit
 together with the lexical coverage above: the model reads claim and passage together, so it
 sees a negation, a swapped entity or a flipped direction that the heuristic's bag of words and
@@ -83,9 +83,9 @@ from core.errors import ConfigError, GeneratorError
 from core.types import Chunk, Citation, Hit, Message, SentenceSupport
 from indexes.text import indexed_text
 from rag.generate.citations import ParsedAnswer, ParsedSentence
-from rag.generate.copy_check import changed_words
-from rag.generate.dose_scope import unscoped_qualifiers
-from rag.generate.support_signals import (
+from rag.check.copy_check import changed_words
+from rag.check.dose_scope import unscoped_qualifiers
+from rag.check.support_signals import (
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -95,11 +95,11 @@ from rag.generate.support_signals import (
     plain,
     quoted_from_passage,
 )
-from rag.generate.yes_no import CANDIDATES, yes_probability
+from rag.check.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
 
 if TYPE_CHECKING:
-    from rag.generate.support_model import TrainedSupport
+    from rag.check.support_model import TrainedSupport
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
 from corpora.sources.open_medicine import OpenMedicineSource
 from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
 from rag.generate.citations import parse_answer
-from rag.generate.verify import SupportVerifier
+from rag.check.verify import SupportVerifier
 
 pytestmark = pytest.mark.e2e
 

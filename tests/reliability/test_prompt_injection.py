@@ -17,7 +17,7 @@ import pytest
 from core.types import Answer, Chunk, Generation, Hit, Message
 from rag.generate.citations import parse_answer
 from rag.generate.prompts import format_sources, prompts, quoted
-from rag.generate.verify import SupportVerifier
+from rag.check.verify import SupportVerifier
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker

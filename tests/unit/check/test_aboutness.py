@@ -1,11 +1,11 @@
-"""Is a cited passage about the question? The key-term rule of rag/generate/aboutness.py, by hand."""
+"""Is a cited passage about the question? The key-term rule of rag/check/aboutness.py, by hand."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.types import Chunk
-from rag.generate.aboutness import (
+from rag.check.aboutness import (
     Question,
     asked_for,
     is_about,

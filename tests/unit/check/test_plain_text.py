@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.generate.plain_text import plain_text
+from rag.check.plain_text import plain_text
 
 KDIGO = """| Stage | GFR (mL/min/1.73m²) | Description |
 |-------|---------------------|-------------|

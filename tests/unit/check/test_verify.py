@@ -10,9 +10,9 @@ import pytest
 from core.errors import ConfigError, GeneratorTimeout
 from core.types import Chunk, Hit
 from rag.generate.citations import parse_answer
-from rag.generate.copy_check import changed_words
-from rag.generate.dose_scope import unscoped_qualifiers
-from rag.generate.support_signals import (
+from rag.check.copy_check import changed_words
+from rag.check.dose_scope import unscoped_qualifiers
+from rag.check.support_signals import (
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -23,7 +23,7 @@ from rag.generate.support_signals import (
     quantities,
     quoted_from_passage,
 )
-from rag.generate.verify import CHECK_PENALTY, SupportVerifier
+from rag.check.verify import CHECK_PENALTY, SupportVerifier
 from tests.helpers import HashEmbedder
 
 QSOFA = (

@@ -1,0 +1,162 @@
+"""The subject of a question as concepts a passage can name in more than one way.
+
+A question's *key terms* (``aboutness.key_terms``: its content words, less the words that only
+say what kind of answer is wanted) are grouped into concepts. A concept is covered by a passage
+(title, section path and text) when the passage holds every word of one of its spellings,
+compared after ``stem``:
+
+- the words as asked ("troponin");
+- an abbreviation the corpus defines and its long form, both ways: "CAP" is covered by
+  "community acquired pneumonia", and "community-acquired pneumonia" in a question is one
+  concept, covered by a passage that says only "CAP" (``abbreviations``);
+- one measure's two spellings (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C, ECG/EKG).
+
+Each concept weighs what it tells apart in this corpus: its inverse document frequency over the
+index's chunks (the rarest word of the spelling asked), so "pembrolizumab", which no passage
+names, weighs most and "patients" little. ``Vocabulary`` holds the corpus side (document
+frequencies and the abbreviation table), read once per loaded index.
+"""
+
+from __future__ import annotations
+
+import math
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from core.types import Chunk
+from indexes.text import indexed_text, tokenize
+from rag.check.abbreviations import corpus_pairs
+
+_ENDINGS = ("ation", "ing", "ed", "ic", "al", "ly")  # one is cut, longest first, stem >= 4 letters
+
+# Clinical abbreviations written two ways for one measure: a passage with either covers both.
+SAME_MEASURE: tuple[frozenset[str], ...] = (
+    frozenset({"egfr", "gfr"}),
+    frozenset({"hba1c", "a1c"}),
+    frozenset({"ecg", "ekg"}),
+)
+
+
+def stem(token: str) -> str:
+    """A deliberately small stemmer for matching: codes (a1c, g3a, egfr) and short words stay as
+    they are; a plural "s"/"ies", then one ending out of -ation, -ing, -ed, -ic, -al, -ly, then a
+    final "e" are cut ("infections" ~ "infection", "orally" ~ "oral", "treated" ~ "treat")."""
+    if len(token) <= 4 or not token.isalpha():
+        return token
+    if token.endswith("ies"):
+        token = token[:-3] + "y"
+    elif token.endswith("s") and not token.endswith(("ss", "is", "us")):  # sepsis, prostatitis stay
+        token = token[:-1]
+    for ending in _ENDINGS:
+        if token.endswith(ending) and len(token) - len(ending) >= 4:
+            token = token[: -len(ending)]
+            break
+    return token[:-1] if token.endswith("e") and len(token) > 4 else token
+
+
+def stems(text: str) -> frozenset[str]:
+    return frozenset(stem(t) for t in tokenize(text))
+
+
+def chunk_stems(chunk: Chunk) -> frozenset[str]:
+    """The stems of a passage as the index sees it: title, section path and text."""
+    return stems(indexed_text(chunk.title, chunk.section, chunk.text))
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One thing a question names, as asked (``text``), with every spelling that names it."""
+
+    text: str
+    spellings: tuple[frozenset[str], ...]  # stems; a passage holding all of one covers it
+    weight: float
+
+    def covered_by(self, have: frozenset[str]) -> bool:
+        return any(spelling <= have for spelling in self.spellings)
+
+
+class Vocabulary:
+    """A corpus's document frequencies (of stems) and the abbreviations it defines."""
+
+    def __init__(self, df: Counter[str], documents: int, abbreviations: dict[str, str]) -> None:
+        self.df = df
+        self.documents = max(documents, 1)
+        self.long_forms = {short: _stem_seq(long) for short, long in abbreviations.items()}
+        self.short_of: dict[tuple[str, ...], str] = {}
+        for short, seq in self.long_forms.items():
+            if seq:
+                self.short_of.setdefault(seq, short)
+        self._longest = max((len(seq) for seq in self.short_of), default=0)
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[Chunk]) -> Vocabulary:
+        df: Counter[str] = Counter()
+        texts: list[str] = []
+        n = 0
+        for chunk in chunks:
+            n += 1
+            df.update(chunk_stems(chunk))
+            if "(" in chunk.text:
+                texts.append(chunk.text)
+        return cls(df, n, corpus_pairs(texts))
+
+    @classmethod
+    def empty(cls) -> Vocabulary:
+        return cls(Counter(), 1, {})
+
+    def idf(self, stem_: str) -> float:
+        """BM25's idf of one stem: ``log((N - df + 0.5) / (df + 0.5) + 1)``."""
+        df = self.df.get(stem_, 0)
+        return math.log((self.documents - df + 0.5) / (df + 0.5) + 1.0)
+
+    def concepts(self, terms: Sequence[str]) -> tuple[Concept, ...]:
+        """``terms`` (key terms in question order) grouped into concepts (module docstring)."""
+        seq = [stem(t) for t in terms]
+        out: list[Concept] = []
+        i = 0
+        while i < len(seq):
+            span = self._long_form_at(seq, i)
+            if span:
+                words = tuple(seq[i : i + span])
+                short = self.short_of[words]
+                spellings = (frozenset(words), frozenset({short}))
+                weight = max(self.idf(w) for w in words)
+                out.append(Concept(" ".join(terms[i : i + span]), spellings, weight))
+                i += span
+                continue
+            word = seq[i]
+            spellings_list = [frozenset({word})]
+            long = self.long_forms.get(terms[i])
+            if long:
+                spellings_list.append(frozenset(long))
+            for group in SAME_MEASURE:
+                if terms[i] in group:
+                    spellings_list.extend(frozenset({other}) for other in sorted(group) if other != terms[i])
+            out.append(Concept(terms[i], tuple(spellings_list), self.idf(word)))
+            i += 1
+        return tuple(out)
+
+    def _long_form_at(self, seq: Sequence[str], i: int) -> int:
+        """The length of the longest long form (of two words or more) starting at ``seq[i]``, or 0."""
+        for span in range(min(self._longest, len(seq) - i), 1, -1):
+            if tuple(seq[i : i + span]) in self.short_of:
+                return span
+        return 0
+
+
+
+def _stem_seq(text: str) -> tuple[str, ...]:
+    return tuple(stem(t) for t in tokenize(text))
+
+
+def coverage(concepts: Sequence[Concept], have: frozenset[str]) -> tuple[float, tuple[str, ...]]:
+    """The weighted share of ``concepts`` a passage (its stems, ``have``) covers, and the ones it
+    does not, as asked; 1.0 when there is no concept."""
+    total = sum(c.weight for c in concepts)
+    missing = tuple(c.text for c in concepts if not c.covered_by(have))
+    if total <= 0:
+        return 1.0, missing
+    covered = sum(c.weight for c in concepts if c.covered_by(have))
+    return covered / total, missing
