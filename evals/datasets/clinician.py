@@ -1,0 +1,170 @@
+"""Clinician questions about the default corpus (``clinician-default``): the answer-rate benchmark.
+
+Questions as clinicians ask them about the guideline summaries and HPO disease references of
+the default index (issue 31), written by reading the summaries, never from the chain's output:
+abbreviations and their expansions in both directions, synonyms, lay words, numbers in words,
+words the passage does not repeat. ``clinician_questions.jsonl`` beside this module holds them:
+
+- ``answerable``: the passage that answers (``chunk_id`` in the default index, its ``guideline``
+  folder or HPO document, the verbatim ``quote``) and ``key_fact``, a regular expression a
+  correct answer must match (a dose with its unit, a drug, a threshold, a time);
+- ``near``: unanswerable, though the drug or disease is in the corpus: the population,
+  indication, dose or interval asked is in no summary (``checked``: the words searched for);
+- ``far``: unanswerable, on a topic no summary covers.
+
+The file was frozen before anything was tuned on it: :data:`FROZEN_SHA256` is its hash, and a
+test fails when the file changes. Parts are split by source: a guideline folder (or an HPO
+disease) is wholly in ``dev`` or wholly in ``test`` (:func:`part_of`); tune on ``dev`` only.
+How an answer is scored is :func:`outcome`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from core.errors import SourceError
+
+NAME = "clinician-default"
+INDEX = "default"
+QUESTIONS_FILE = Path(__file__).with_name("clinician_questions.jsonl")
+FROZEN_SHA256 = "2a26e734f1d250159ee65bf5b81be4fd1dd141c572596b8c95956b8bf3dd440e"  # taken before any tuning; tests/unit/evals/test_clinician.py checks it
+KINDS = ("answerable", "near", "far")
+Part = Literal["dev", "test"]
+Outcome = Literal["correct", "other_source", "wrong", "abstained", "degraded", "answered"]
+
+
+@dataclass(frozen=True)
+class ClinicianItem:
+    qid: str
+    kind: str  # answerable | near | far
+    question: str
+    group: str  # what the split is by: the guideline folder, "hpo:<disease>" or "far:<id>"
+    guideline: str | None = None
+    chunk_id: str | None = None
+    key_fact: str | None = None
+    quote: str | None = None
+    sources: tuple[str, ...] = ()  # document-id prefixes a citation may point at to count
+    wording: tuple[str, ...] = field(default=())
+
+    @property
+    def answerable(self) -> bool:
+        return self.kind == "answerable"
+
+    @property
+    def part(self) -> Part:
+        return part_of(self.group)
+
+
+def part_of(group: str) -> Part:
+    """``dev`` or ``test`` by the sha256 of the group's name (guideline folder, HPO disease, far
+    question id): a source is wholly on one side, and the rule needs no list to keep in step."""
+    return "dev" if int(hashlib.sha256(group.encode("utf-8")).hexdigest(), 16) % 2 == 0 else "test"
+
+
+def file_sha256(path: Path = QUESTIONS_FILE) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_clinician(path: Path = QUESTIONS_FILE, part: Part | None = None) -> list[ClinicianItem]:
+    """The questions of ``path`` (all, or one ``part``), in file order."""
+    if not path.is_file():
+        raise SourceError(f"no clinician question file at {path}")
+    items: list[ClinicianItem] = []
+    seen: set[str] = set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = _item(json.loads(line))
+        except (json.JSONDecodeError, KeyError, ValueError) as exc:
+            raise SourceError(f"{path}:{number}: not a clinician question ({exc})") from exc
+        if item.qid in seen:
+            raise SourceError(f"{path}:{number}: duplicate id {item.qid!r}")
+        seen.add(item.qid)
+        if part is None or item.part == part:
+            items.append(item)
+    return items
+
+
+def _item(row: dict[str, Any]) -> ClinicianItem:
+    kind = row["kind"]
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r} is none of {KINDS}")
+    guideline = row.get("guideline")
+    if kind == "far":
+        group = f"far:{row['id']}"
+    elif row.get("source") == "hpo":
+        group = f"hpo:{row['document']}"
+    else:
+        group = str(guideline)
+    sources: tuple[str, ...] = ()
+    if kind == "answerable":
+        if not row.get("chunk_id") or not row.get("key_fact"):
+            raise ValueError("an answerable question needs chunk_id and key_fact")
+        re.compile(row["key_fact"])
+        if row.get("source") == "hpo":
+            sources = (_document_of(row["chunk_id"]),)
+        else:  # the guideline, whichever of its section files: "open-medicine:<folder>"
+            sources = tuple(f"open-medicine:{g}" for g in (guideline, *row.get("also_in", ())))
+    return ClinicianItem(
+        qid=row["id"],
+        kind=kind,
+        question=row["question"],
+        group=group,
+        guideline=guideline,
+        chunk_id=row.get("chunk_id"),
+        key_fact=row.get("key_fact"),
+        quote=row.get("quote"),
+        sources=sources,
+        wording=tuple(row.get("wording", ())),
+    )
+
+
+def _document_of(chunk_id: str) -> str:
+    """The document a chunk id belongs to (``doc_id#n`` -> ``doc_id``)."""
+    return chunk_id.rsplit("#", 1)[0]
+
+
+_DASHES = re.compile(r"[\u2010-\u2015\u2212]")
+
+
+def normalise_answer(text: str) -> str:
+    """Dashes as "-", whitespace collapsed, Markdown emphasis dropped: what ``key_fact`` reads."""
+    return " ".join(_DASHES.sub("-", text).replace("**", "").split())
+
+
+def key_fact_given(item: ClinicianItem, text: str) -> bool:
+    """Whether ``text`` states the item's key fact (its ``key_fact`` pattern, case-insensitive)."""
+    return bool(item.key_fact and re.search(item.key_fact, normalise_answer(text), re.IGNORECASE))
+
+
+def cites_source(item: ClinicianItem, cited_documents: Iterable[str]) -> bool:
+    """Whether one of ``cited_documents`` is the answering passage's document (or one that also
+    answers, ``also_in``): a guideline summary's section file, or an HPO disease reference."""
+    return any(doc == src or doc.startswith(src + "/") for doc in cited_documents for src in item.sources)
+
+
+def outcome(item: ClinicianItem, mode: str, text: str, cited_documents: Sequence[str]) -> Outcome:
+    """How one answer counts.
+
+    Answerable: ``correct`` (mode rag, the key fact stated, a citation to the answering
+    passage's document), ``other_source`` (the key fact, but cited elsewhere only), ``wrong``
+    (mode rag without the key fact: a wrong or missing dose, number or drug), ``abstained`` or
+    ``degraded``. Unanswerable: ``abstained``, ``degraded`` (evidence listed, no answer) or
+    ``answered`` (any rag answer: the sources do not hold it).
+    """
+    if mode == "abstained":
+        return "abstained"
+    if mode == "degraded":
+        return "degraded"
+    if not item.answerable:
+        return "answered"
+    if not key_fact_given(item, text):
+        return "wrong"
+    return "correct" if cites_source(item, cited_documents) else "other_source"

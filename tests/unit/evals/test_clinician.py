@@ -1,0 +1,87 @@
+"""The clinician benchmark (evals/datasets/clinician.py): frozen, split by source, scored by key fact."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core.errors import SourceError
+from evals.datasets.clinician import (
+    FROZEN_SHA256,
+    QUESTIONS_FILE,
+    ClinicianItem,
+    file_sha256,
+    key_fact_given,
+    load_clinician,
+    outcome,
+    part_of,
+)
+
+
+def test_the_question_file_is_the_frozen_one():
+    """Tuning happened after this hash was taken: a changed file is a different benchmark."""
+    assert file_sha256() == FROZEN_SHA256
+
+
+def test_dev_and_test_share_no_guideline_or_disease():
+    items = load_clinician()
+    dev = {i.group for i in items if i.part == "dev"}
+    test = {i.group for i in items if i.part == "test"}
+    assert dev and test and not dev & test
+    assert {i.qid for i in load_clinician(part="dev")} | {i.qid for i in load_clinician(part="test")} == {
+        i.qid for i in items
+    }
+    for item in items:  # every question of one guideline folder falls on one side
+        if item.guideline:
+            assert item.part == part_of(item.guideline)
+
+
+def test_the_benchmark_has_the_sizes_issue_31_asks_for():
+    items = load_clinician()
+    answerable = [i for i in items if i.answerable]
+    guidelines = {i.guideline for i in answerable if i.guideline}
+    assert len([i for i in answerable if i.guideline]) >= 300 and len(guidelines) == 43
+    assert len([i for i in answerable if i.group.startswith("hpo:")]) >= 50
+    assert len([i for i in items if i.kind == "near"]) >= 150
+    assert len([i for i in items if i.kind == "far"]) >= 50
+    for item in answerable:  # every key fact is one its own quoted passage states
+        assert item.quote and key_fact_given(item, item.quote), item.qid
+        assert item.chunk_id and item.sources
+
+
+def _item(**kw) -> ClinicianItem:
+    base = dict(qid="q", kind="answerable", question="?", group="bts_cap_2009", guideline="bts_cap_2009",
+                chunk_id="open-medicine:bts_cap_2009/antibiotic_therapy#1", key_fact=r"amoxicillin[^.]{0,40}500\s*mg",
+                sources=("open-medicine:bts_cap_2009",))  # fmt: skip
+    return ClinicianItem(**(base | kw))
+
+
+def test_an_answer_is_correct_only_with_the_key_fact_and_a_citation_to_its_guideline():
+    item = _item()
+    cited = ["open-medicine:bts_cap_2009/antibiotic_therapy"]
+    assert outcome(item, "rag", "Amoxicillin 500 mg TDS orally [1].", cited) == "correct"
+    assert outcome(item, "rag", "Amoxicillin 500\u2009mg three times daily [1].", cited) == "correct"
+    assert outcome(item, "rag", "Amoxicillin 250 mg TDS [1].", cited) == "wrong"
+    assert outcome(item, "rag", "Amoxicillin 500 mg TDS [1].", ["open-medicine:ats_idsa_cap_2019/x"]) == "other_source"
+    assert outcome(item, "abstained", "The sources do not answer.", []) == "abstained"
+    assert outcome(item, "degraded", "Generation failed", []) == "degraded"
+    far = _item(kind="near", key_fact=None, sources=())
+    assert outcome(far, "rag", "Amoxicillin 500 mg [1].", cited) == "answered"
+    assert outcome(far, "abstained", "", []) == "abstained"
+
+
+def test_a_bad_file_is_refused_with_its_line(tmp_path):
+    path = tmp_path / "q.jsonl"
+    row = {"id": "a", "kind": "answerable", "question": "?", "guideline": "g"}
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(SourceError, match=r"q.jsonl:1: .*chunk_id and key_fact"):
+        load_clinician(path)
+    path.write_text(json.dumps({**row, "kind": "maybe"}) + "\n")
+    with pytest.raises(SourceError, match="kind 'maybe'"):
+        load_clinician(path)
+    far = {"id": "f", "kind": "far", "question": "?"}
+    path.write_text(json.dumps(far) + "\n" + json.dumps(far) + "\n")
+    with pytest.raises(SourceError, match="duplicate id 'f'"):
+        load_clinician(path)
+    assert QUESTIONS_FILE.name == "clinician_questions.jsonl"
