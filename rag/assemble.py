@@ -17,6 +17,7 @@ from rag.indexing import make_retriever, open_index
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.profile import GeneratorConfig, Profile, RerankConfig
 from rag.protocols import Generator, Reranker
+from rag.check.terms import Vocabulary
 from rag.rerank.evidence import check_evidence_limits
 
 
@@ -110,7 +111,15 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         index.close()
         raise
     settings = PipelineSettings.from_profile(profile)
-    pipeline = Pipeline(retriever, reranker, generator, verifier=verifier, settings=settings)
+    fingerprint = str(index.manifest.get("corpus_fingerprint", "unknown"))
+    vocabulary_file = paths.cache_dir / "vocabulary" / f"{fingerprint}.json"
+
+    def vocabulary() -> Vocabulary:
+        return Vocabulary.cached(vocabulary_file, index.chunks)
+
+    pipeline = Pipeline(
+        retriever, reranker, generator, verifier=verifier, settings=settings, vocabulary=vocabulary
+    )
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 
 

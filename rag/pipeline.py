@@ -26,7 +26,9 @@ from core.types import Answer, Filters, Generation, Hit, Message, SentenceSuppor
 from rag.choice import choose_option
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
+from rag.check.aboutness import QuestionRules
 from rag.check.gate import SupportChecker, SupportGate
+from rag.check.terms import Vocabulary
 from rag.profile import Profile
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
@@ -67,6 +69,10 @@ class PipelineSettings:
     # What happens to a generated sentence its cited passage does not support, or that cites a
     # passage not about the question (rag/check/gate.py): "drop" | "flag" | "abstain".
     support_policy: SupportPolicy = _PROFILE.verify.policy
+    # Which rules make a passage "about" the question (rag/check/aboutness.py)
+    question_rules: QuestionRules = QuestionRules(
+        terms=_PROFILE.verify.about, min_coverage=_PROFILE.verify.min_coverage
+    )
 
     @classmethod
     def from_profile(cls, profile: Profile) -> PipelineSettings:
@@ -78,6 +84,7 @@ class PipelineSettings:
             reformulation_tokens=profile.reformulation.max_tokens,
             filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
             support_policy=profile.verify.policy,
+            question_rules=QuestionRules(terms=profile.verify.about, min_coverage=profile.verify.min_coverage),
         )  # fmt: skip
 
 
@@ -124,20 +131,34 @@ class Pipeline:
         *,
         verifier: SupportChecker | None = None,
         settings: PipelineSettings | None = None,
+        vocabulary: Callable[[], Vocabulary] | None = None,
     ) -> None:
+        """``vocabulary``: the corpus's document frequencies and abbreviations, which the
+        aboutness judgement weighs a question's concepts by; called on the first question (it
+        may read the whole corpus once). None: every concept weighs the same, no abbreviation."""
         self.retriever = retriever
         self.reranker = reranker
         self.generator = generator
         self.verifier = verifier
         self.settings = settings or PipelineSettings()
         self._sentences = _sentence_model(reranker, self.settings.sentence_budget)
+        self._vocabulary_source = vocabulary
+        self._vocabulary: Vocabulary | None = None
+
+    def vocabulary(self) -> Vocabulary | None:
+        """The corpus vocabulary (read on first use, then kept)."""
+        if self._vocabulary is None and self._vocabulary_source is not None:
+            self._vocabulary = self._vocabulary_source()
+        return self._vocabulary
 
     def with_settings(self, **changes: Any) -> Pipeline:
         """The same components with some settings changed (per-request max_tokens, temperature, stop)."""
-        return Pipeline(
+        other = Pipeline(
             self.retriever, self.reranker, self.generator, verifier=self.verifier,
-            settings=dataclasses.replace(self.settings, **changes),
+            settings=dataclasses.replace(self.settings, **changes), vocabulary=self._vocabulary_source,
         )  # fmt: skip
+        other._vocabulary = self._vocabulary
+        return other
 
     # -- evidence -------------------------------------------------------------------------------
     def evidence(
@@ -265,7 +286,8 @@ class Pipeline:
         found = self.evidence(question, filters=filters, clock=clock, history=history)
         gate = SupportGate(
             question, found.kept, self.verifier, self.settings.support_policy,
-            abstain_token=prompts.abstain_token(),
+            abstain_token=prompts.abstain_token(), vocabulary=self.vocabulary(),
+            rules=self.settings.question_rules,
         )  # fmt: skip
         reason = self._no_generation_reason(found, gate)
         if reason is not None:

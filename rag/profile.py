@@ -82,6 +82,11 @@ class VerifyConfig(_Strict):
     # An index without embeddings has no verifier: nothing is verified, so drop and abstain
     # abstain and flag labels every sentence [UNVERIFIED].
     policy: Literal["drop", "flag", "abstain"] = "drop"
+    # When a cited passage is about the question (rag/check/aboutness.py): "weighted" (the
+    # question's concepts it covers, weighed by how rare they are in the corpus, reach
+    # min_coverage of them), "every" (every key term, the rule before issue 31) or "off".
+    about: Literal["weighted", "every", "off"] = "every"
+    min_coverage: float = Field(default=0.7, ge=0.0, le=1.0)
 
 
 class Profile(_Strict):

@@ -61,10 +61,11 @@ from typing import Protocol
 import numpy as np
 
 from core.types import Citation, Hit, SentenceSupport, SupportPolicy
-from rag.check.aboutness import Question
+from rag.check.aboutness import Question, QuestionRules
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
 from rag.generate.prompts import source_label
 from rag.check.support_signals import listed_entries, quoted_from_passage
+from rag.check.terms import Vocabulary
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
 FLAG_UNVERIFIED = "[UNVERIFIED] "
@@ -112,13 +113,15 @@ class SupportGate:
         policy: SupportPolicy,
         *,
         abstain_token: str,
+        vocabulary: Vocabulary | None = None,
+        rules: QuestionRules | None = None,
     ) -> None:
         self.sources = list(sources)
         self._labels = {_bare(source_label(h.chunk)) for h in self.sources}
         self.verifier = verifier
         self.policy = policy
         self.abstain_token = abstain_token.upper()
-        self.question = Question.read(question)
+        self.question = Question.read(question, vocabulary, rules)
         self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
         self._records: list[SentenceSupport] = []
         self._pieces: list[str] = []

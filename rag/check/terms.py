@@ -19,7 +19,9 @@ frequencies and the abbreviation table), read once per loaded index.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -83,6 +85,7 @@ class Vocabulary:
     def __init__(self, df: Counter[str], documents: int, abbreviations: dict[str, str]) -> None:
         self.df = df
         self.documents = max(documents, 1)
+        self.abbreviations = dict(abbreviations)
         self.long_forms = {short: _stem_seq(long) for short, long in abbreviations.items()}
         self.short_of: dict[tuple[str, ...], str] = {}
         for short, seq in self.long_forms.items():
@@ -101,6 +104,25 @@ class Vocabulary:
             if "(" in chunk.text:
                 texts.append(chunk.text)
         return cls(df, n, corpus_pairs(texts))
+
+    @classmethod
+    def cached(cls, path: Path, chunks: Iterable[Chunk]) -> Vocabulary:
+        """The vocabulary saved at ``path`` (plain JSON), else built from ``chunks`` and saved
+        there: reading every chunk costs seconds, and a question should not wait for it. Name
+        the file after the corpus fingerprint, so a rebuilt corpus never reads another's."""
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                return cls(Counter(data["df"]), int(data["documents"]), dict(data["abbreviations"]))
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # damaged: rebuilt below and written again
+        vocabulary = cls.from_chunks(chunks)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        data = {"documents": vocabulary.documents, "df": dict(vocabulary.df), "abbreviations": vocabulary.abbreviations}
+        tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+        return vocabulary
 
     @classmethod
     def empty(cls) -> Vocabulary:

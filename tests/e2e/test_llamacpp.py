@@ -87,3 +87,52 @@ def test_stop_sequences_and_timeout(generator):
             list(generator.stream(chat, max_tokens=30))
     finally:
         generator.timeout_s = None
+
+
+_PASSAGES = {
+    "cap": "Low severity CAP (CURB-65 0-1): amoxicillin 500 mg TDS orally for 5 days.",
+    "af": "The CHA2DS2-VASc score is the recommended tool for assessing stroke risk in patients with AF.",
+}
+_ASKED = {"cap": "What oral antibiotic is first for low-severity CAP?", "af": "Which score guides anticoagulation in AF?"}
+_DETERMINISM_SCRIPT = """
+import json, sys
+from core.paths import Paths
+from rag.generate.llamacpp import LlamaCppGenerator
+from rag.generate.models import DEFAULT_GENERATOR, fetch_model
+sys.path.insert(0, "tests/e2e")
+from test_llamacpp import rag_prompt
+gen = LlamaCppGenerator(fetch_model(Paths.from_env().model_dir, DEFAULT_GENERATOR, progress=False), n_ctx=2048)
+print(json.dumps(gen.generate(rag_prompt("cap"), max_tokens=40).text))
+"""
+
+
+def rag_prompt(name: str) -> list[Message]:
+    from core.types import Chunk, Hit
+    from rag.generate.prompts import rag_messages
+
+    text = _PASSAGES[name]
+    chunk = Chunk(
+        chunk_id=f"{name}#0", doc_id=name, title=name.upper(), section=(), text=text, start=0, end=len(text),
+        source="test", url="", license="",
+    )  # fmt: skip
+    return rag_messages(_ASKED[name], [Hit(chunk=chunk, score=1.0, rank=1, retriever="test")])
+
+
+def test_an_answer_does_not_depend_on_the_question_before_it_or_the_process(generator):
+    """Issue 31: llama.cpp's prefix reuse made a prompt's logits depend on the previous prompt.
+    One question asked first, after another question, again, and in a new process: the same
+    next-token distribution to the bit, and the same greedy answer."""
+    import json
+    import subprocess
+    import sys
+
+    first_logprobs = generator.next_token_logprobs(rag_prompt("cap"), ["The", "Amoxicillin", "A"])
+    first = generator.generate(rag_prompt("cap"), max_tokens=40).text
+    generator.generate(rag_prompt("af"), max_tokens=40)  # shares the system turn and the layout
+    assert generator.next_token_logprobs(rag_prompt("cap"), ["The", "Amoxicillin", "A"]) == first_logprobs
+    assert generator.generate(rag_prompt("cap"), max_tokens=40).text == first
+    assert first.strip()  # some answer (the model may also say the evidence is insufficient)
+    fresh = subprocess.run(
+        [sys.executable, "-c", _DETERMINISM_SCRIPT], capture_output=True, text=True, check=True, timeout=600
+    )
+    assert json.loads(fresh.stdout.strip().splitlines()[-1]) == first
