@@ -13,11 +13,11 @@ from core.errors import ConfigError
 from core.paths import Paths
 from core.registry import resolve
 from indexes.store import LoadedIndex
-from rag.indexing import make_retriever, open_index
+from rag.check.terms import Vocabulary
+from rag.indexing import corpus_vocabulary, make_retriever, open_index
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.profile import GeneratorConfig, Profile, RerankConfig
 from rag.protocols import Generator, Reranker
-from rag.check.terms import Vocabulary
 from rag.rerank.evidence import check_evidence_limits
 
 
@@ -111,11 +111,9 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         index.close()
         raise
     settings = PipelineSettings.from_profile(profile)
-    fingerprint = str(index.manifest.get("corpus_fingerprint", "unknown"))
-    vocabulary_file = paths.cache_dir / "vocabulary" / f"{fingerprint}.json"
 
     def vocabulary() -> Vocabulary:
-        return Vocabulary.cached(vocabulary_file, index.chunks)
+        return corpus_vocabulary(paths, index)
 
     pipeline = Pipeline(
         retriever, reranker, generator, verifier=verifier, settings=settings, vocabulary=vocabulary

@@ -23,12 +23,12 @@ from typing import Any
 
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
+from rag.check.gate import SupportChecker, SupportGate
+from rag.check.rules import GateRules
+from rag.check.terms import Vocabulary
 from rag.choice import choose_option
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
-from rag.check.aboutness import QuestionRules
-from rag.check.gate import SupportChecker, SupportGate
-from rag.check.terms import Vocabulary
 from rag.profile import Profile
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
@@ -70,9 +70,7 @@ class PipelineSettings:
     # passage not about the question (rag/check/gate.py): "drop" | "flag" | "abstain".
     support_policy: SupportPolicy = _PROFILE.verify.policy
     # Which rules make a passage "about" the question (rag/check/aboutness.py)
-    question_rules: QuestionRules = QuestionRules(
-        terms=_PROFILE.verify.about, min_coverage=_PROFILE.verify.min_coverage
-    )
+    gate_rules: GateRules = field(default_factory=lambda: _rules(_PROFILE))
 
     @classmethod
     def from_profile(cls, profile: Profile) -> PipelineSettings:
@@ -84,8 +82,12 @@ class PipelineSettings:
             reformulation_tokens=profile.reformulation.max_tokens,
             filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
             support_policy=profile.verify.policy,
-            question_rules=QuestionRules(terms=profile.verify.about, min_coverage=profile.verify.min_coverage),
+            gate_rules=_rules(profile),
         )  # fmt: skip
+
+
+def _rules(profile: Profile) -> GateRules:
+    return GateRules(terms=profile.verify.about, min_coverage=profile.verify.min_coverage)
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:
@@ -139,8 +141,9 @@ class Pipeline:
         self.retriever = retriever
         self.reranker = reranker
         self.generator = generator
-        self.verifier = verifier
         self.settings = settings or PipelineSettings()
+        with_rules = getattr(verifier, "with_rules", None)  # the verifier's share of the gate's checks
+        self.verifier = with_rules(self.settings.gate_rules) if with_rules is not None else verifier
         self._sentences = _sentence_model(reranker, self.settings.sentence_budget)
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
@@ -287,7 +290,7 @@ class Pipeline:
         gate = SupportGate(
             question, found.kept, self.verifier, self.settings.support_policy,
             abstain_token=prompts.abstain_token(), vocabulary=self.vocabulary(),
-            rules=self.settings.question_rules,
+            rules=self.settings.gate_rules,
         )  # fmt: skip
         reason = self._no_generation_reason(found, gate)
         if reason is not None:

@@ -1,6 +1,7 @@
 """Give each answerable clinician question the id of the default-index chunk its quote stands in.
 
-    python scripts/clinician_chunk_ids.py DRAFT.jsonl [DRAFT.jsonl ...] --out evals/datasets/clinician_questions.jsonl
+    python scripts/clinician_chunk_ids.py DRAFT.jsonl [DRAFT.jsonl ...] \
+        --out evals/datasets/clinician_questions.jsonl
 
 The question writers quote the answering line of a guideline summary verbatim (``guideline``,
 ``file``, ``quote``); this finds the quote in the open-medicine package's Markdown file and the

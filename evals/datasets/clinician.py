@@ -33,7 +33,8 @@ from core.errors import SourceError
 NAME = "clinician-default"
 INDEX = "default"
 QUESTIONS_FILE = Path(__file__).with_name("clinician_questions.jsonl")
-FROZEN_SHA256 = "2a26e734f1d250159ee65bf5b81be4fd1dd141c572596b8c95956b8bf3dd440e"  # taken before any tuning; tests/unit/evals/test_clinician.py checks it
+# taken before any tuning; tests/unit/evals/test_clinician.py checks it
+FROZEN_SHA256 = "2a26e734f1d250159ee65bf5b81be4fd1dd141c572596b8c95956b8bf3dd440e"
 KINDS = ("answerable", "near", "far")
 Part = Literal["dev", "test"]
 Outcome = Literal["correct", "other_source", "wrong", "abstained", "degraded", "answered"]

@@ -91,11 +91,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
 from rag.check.dose_scope import QUALIFIERS
+from rag.check.rules import GateRules
 from rag.check.terms import SAME_MEASURE, Concept, Vocabulary, chunk_stems, coverage, stem
 
 POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
@@ -159,6 +159,19 @@ def key_terms(question: str) -> tuple[str, ...]:
         if stem(t) not in _GENERIC_STEMS and not t.replace(".", "").isdigit() and not _population_word(t)
     ]  # fmt: skip
     return tuple(dict.fromkeys(terms))
+
+
+_RAW_WORD = re.compile(r"[^\W_]+")
+
+
+def written_abbreviations(question: str) -> frozenset[str]:
+    """The words ``question`` writes as abbreviations (two capitals, or a capital after the first
+    letter: "CAP", "SpO2", "eGFR", "hs-cTn"'s "cTn"), case-folded."""
+    return frozenset(
+        w.casefold() for w in _RAW_WORD.findall(question) if sum(ch.isupper() for ch in w) >= 2 or any(
+            ch.isupper() for ch in w[1:]
+        )
+    )
 
 
 def _population_word(token: str) -> bool:
@@ -274,20 +287,6 @@ def subtypes(question: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class QuestionRules:
-    """Which rules decide that a passage is about a question (module docstring), for the gate
-    and for ablations. ``terms``: ``"weighted"`` (the concepts a passage covers weigh at least
-    ``min_coverage`` of the question's, ``rag.check.terms``), ``"every"`` (every key term, the
-    rule before issue 31) or ``"off"``."""
-
-    terms: Literal["weighted", "every", "off"] = "every"
-    min_coverage: float = 0.7
-    subtypes: bool = True
-    asked_for: bool = True
-    populations: bool = True
-
-
-@dataclass(frozen=True)
 class Question:
     """What a passage must show to be about one question, read once per question."""
 
@@ -296,20 +295,22 @@ class Question:
     kinds: tuple[AskedFor, ...]
     populations: tuple[str, ...] = ()
     concepts: tuple[Concept, ...] = ()
-    rules: QuestionRules = field(default_factory=QuestionRules)
+    rules: GateRules = field(default_factory=GateRules)
 
     @classmethod
     def read(
-        cls, question: str, vocabulary: Vocabulary | None = None, rules: QuestionRules | None = None
+        cls, question: str, vocabulary: Vocabulary | None = None, rules: GateRules | None = None
     ) -> Question:
-        rules = rules or QuestionRules()
+        rules = rules or GateRules()
         terms = key_terms(question)
         return cls(
             terms=terms,
             subtypes=subtypes(question) if rules.subtypes else (),
             kinds=asked_for(question) if rules.asked_for else (),
             populations=populations(question) if rules.populations else (),
-            concepts=(vocabulary or Vocabulary.empty()).concepts(terms),
+            concepts=(vocabulary or Vocabulary.empty()).concepts(
+                terms, same_measure=rules.same_measure, written=written_abbreviations(question)
+            ),
             rules=rules,
         )
 
@@ -324,8 +325,10 @@ class Question:
         if self.rules.terms == "every":
             terms = missing_terms(self.terms, chunk)
         elif self.rules.terms == "weighted":
-            share, lacking = self.coverage(chunk)
-            terms = lacking if share < self.rules.min_coverage else ()
+            have = chunk_stems(chunk)
+            share, lacking = coverage(self.concepts, have)
+            specialist = tuple(c.text for c in self.concepts if c.specialist and not c.covered_by(have))
+            terms = specialist or (lacking if share < self.rules.min_coverage else ())
         return (
             terms
             + missing_subtypes(self.subtypes, chunk)

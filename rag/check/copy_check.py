@@ -11,8 +11,8 @@ from difflib import SequenceMatcher
 
 from core.types import Chunk
 from indexes.text import STOPWORDS
-from rag.generate.sentences import marker_free, sentence_spans
 from rag.check.support_signals import _NUMBER, _singular, plain
+from rag.generate.sentences import marker_free, sentence_spans
 
 _COPY_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 NEAR_COPY = 0.6  # share of the claim's words a passage sentence must give, in order, for a near copy

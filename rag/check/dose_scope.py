@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 
 from core.types import Chunk
-from rag.generate.sentences import marker_free, sentence_spans
 from rag.check.support_signals import quantities
+from rag.generate.sentences import marker_free, sentence_spans
 
 # Who or what a dose applies to. A dose stated for one group (a renal dose, an adult dose) read
 # as the dose for another is the worst error this product can make, and a bag of words or a

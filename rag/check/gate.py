@@ -61,11 +61,12 @@ from typing import Protocol
 import numpy as np
 
 from core.types import Citation, Hit, SentenceSupport, SupportPolicy
-from rag.check.aboutness import Question, QuestionRules
-from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
-from rag.generate.prompts import source_label
+from rag.check.aboutness import Question
+from rag.check.rules import GateRules
 from rag.check.support_signals import listed_entries, quoted_from_passage
 from rag.check.terms import Vocabulary
+from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
+from rag.generate.prompts import source_label
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
 FLAG_UNVERIFIED = "[UNVERIFIED] "
@@ -114,14 +115,15 @@ class SupportGate:
         *,
         abstain_token: str,
         vocabulary: Vocabulary | None = None,
-        rules: QuestionRules | None = None,
+        rules: GateRules | None = None,
     ) -> None:
         self.sources = list(sources)
         self._labels = {_bare(source_label(h.chunk)) for h in self.sources}
         self.verifier = verifier
         self.policy = policy
         self.abstain_token = abstain_token.upper()
-        self.question = Question.read(question, vocabulary, rules)
+        self.rules = rules or GateRules()
+        self.question = Question.read(question, vocabulary, self.rules)
         self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
         self._records: list[SentenceSupport] = []
         self._pieces: list[str] = []
@@ -400,7 +402,7 @@ class SupportGate:
         reasons: list[str] = []
         if not any(ch.isalpha() for ch in sentence.claim):
             reasons.append("no answer text")
-        elif _bare(sentence.claim) in self._labels:  # "Marfan syndrome (Phenotypes > ...; hpo) [1]"
+        elif self.rules.labels and _bare(sentence.claim) in self._labels:  # "Marfan syndrome (...) [1]"
             reasons.append("repeats a source's label, not an answer")
         elif not sentence.markers:  # known unsupported, verifier or not
             reasons.append("cites no source")

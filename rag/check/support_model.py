@@ -37,8 +37,8 @@ import numpy as np
 from core.errors import ConfigError, ModelError, require
 from core.types import Chunk
 from rag.check.plain_text import plain_text
-from rag.generate.sentences import sentence_spans
 from rag.check.support_signals import lexical_coverage
+from rag.generate.sentences import sentence_spans
 from rag.rerank.evidence import heading
 from rag.rerank.trained import read_model_manifest, score_encoded
 

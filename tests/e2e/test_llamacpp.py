@@ -93,7 +93,10 @@ _PASSAGES = {
     "cap": "Low severity CAP (CURB-65 0-1): amoxicillin 500 mg TDS orally for 5 days.",
     "af": "The CHA2DS2-VASc score is the recommended tool for assessing stroke risk in patients with AF.",
 }
-_ASKED = {"cap": "What oral antibiotic is first for low-severity CAP?", "af": "Which score guides anticoagulation in AF?"}
+_ASKED = {
+    "cap": "What oral antibiotic is first for low-severity CAP?",
+    "af": "Which score guides anticoagulation in AF?",
+}
 _DETERMINISM_SCRIPT = """
 import json, sys
 from core.paths import Paths
@@ -101,7 +104,8 @@ from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import DEFAULT_GENERATOR, fetch_model
 sys.path.insert(0, "tests/e2e")
 from test_llamacpp import rag_prompt
-gen = LlamaCppGenerator(fetch_model(Paths.from_env().model_dir, DEFAULT_GENERATOR, progress=False), n_ctx=2048)
+path = fetch_model(Paths.from_env().model_dir, DEFAULT_GENERATOR, progress=False)
+gen = LlamaCppGenerator(path, n_ctx=2048)
 print(json.dumps(gen.generate(rag_prompt("cap"), max_tokens=40).text))
 """
 

@@ -13,8 +13,8 @@ from core.types import Hit
 from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
 from corpora.sources.open_medicine import OpenMedicineSource
 from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
-from rag.generate.citations import parse_answer
 from rag.check.verify import SupportVerifier
+from rag.generate.citations import parse_answer
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,9 @@ import json
 import pytest
 
 from core.types import Answer, Chunk, Generation, Hit, Message
+from rag.check.verify import SupportVerifier
 from rag.generate.citations import parse_answer
 from rag.generate.prompts import format_sources, prompts, quoted
-from rag.check.verify import SupportVerifier
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker

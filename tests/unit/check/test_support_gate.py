@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from core.types import Answer, Hit
-from rag.generate.citations import parse_answer
 from rag.check.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
+from rag.generate.citations import parse_answer
 from rag.generate.prompts import abstain_message, abstain_token
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text

@@ -9,7 +9,6 @@ import pytest
 
 from core.errors import ConfigError, GeneratorTimeout
 from core.types import Chunk, Hit
-from rag.generate.citations import parse_answer
 from rag.check.copy_check import changed_words
 from rag.check.dose_scope import unscoped_qualifiers
 from rag.check.support_signals import (
@@ -24,6 +23,7 @@ from rag.check.support_signals import (
     quoted_from_passage,
 )
 from rag.check.verify import CHECK_PENALTY, SupportVerifier
+from rag.generate.citations import parse_answer
 from tests.helpers import HashEmbedder
 
 QSOFA = (

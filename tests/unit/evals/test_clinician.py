@@ -51,9 +51,16 @@ def test_the_benchmark_has_the_sizes_issue_31_asks_for():
 
 
 def _item(**kw) -> ClinicianItem:
-    base = dict(qid="q", kind="answerable", question="?", group="bts_cap_2009", guideline="bts_cap_2009",
-                chunk_id="open-medicine:bts_cap_2009/antibiotic_therapy#1", key_fact=r"amoxicillin[^.]{0,40}500\s*mg",
-                sources=("open-medicine:bts_cap_2009",))  # fmt: skip
+    base = dict(
+        qid="q",
+        kind="answerable",
+        question="?",
+        group="bts_cap_2009",
+        guideline="bts_cap_2009",
+        chunk_id="open-medicine:bts_cap_2009/antibiotic_therapy#1",
+        key_fact=r"amoxicillin[^.]{0,40}500\s*mg",
+        sources=("open-medicine:bts_cap_2009",),
+    )
     return ClinicianItem(**(base | kw))
 
 
@@ -63,7 +70,10 @@ def test_an_answer_is_correct_only_with_the_key_fact_and_a_citation_to_its_guide
     assert outcome(item, "rag", "Amoxicillin 500 mg TDS orally [1].", cited) == "correct"
     assert outcome(item, "rag", "Amoxicillin 500\u2009mg three times daily [1].", cited) == "correct"
     assert outcome(item, "rag", "Amoxicillin 250 mg TDS [1].", cited) == "wrong"
-    assert outcome(item, "rag", "Amoxicillin 500 mg TDS [1].", ["open-medicine:ats_idsa_cap_2019/x"]) == "other_source"
+    assert (
+        outcome(item, "rag", "Amoxicillin 500 mg TDS [1].", ["open-medicine:ats_idsa_cap_2019/x"])
+        == "other_source"
+    )
     assert outcome(item, "abstained", "The sources do not answer.", []) == "abstained"
     assert outcome(item, "degraded", "Generation failed", []) == "degraded"
     far = _item(kind="near", key_fact=None, sources=())

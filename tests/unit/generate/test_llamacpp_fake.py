@@ -150,7 +150,8 @@ def test_model_loads_lazily_once(fake_llama, gguf):
     gen.next_token_logprobs(ASK, ["B"])
     (llm,) = FakeLlama.instances
     kw = llm.kwargs
-    assert (kw["n_threads"], kw["n_threads_batch"], kw["n_ctx"], kw["n_batch"], kw["seed"]) == (3, 3, 512, 64, 7)
+    settings = (kw["n_threads"], kw["n_threads_batch"], kw["n_ctx"], kw["n_batch"], kw["seed"])
+    assert settings == (3, 3, 512, 64, 7)
     assert kw["verbose"] is False
 
 

@@ -1,0 +1,213 @@
+"""The clinician questions through the whole chain: answered correctly, wrongly, or abstained.
+
+    python -m bench.clinician --part test --out docs/results/clinician/test_after.json
+    python -m bench.clinician --part test --about every --out docs/results/clinician/test_every.json
+    python -m bench.clinician --part test --off populations --out .../test_no_populations.json
+    python -m bench.clinician --compare A.json B.json          # paired: McNemar, Wilson intervals
+    python -m bench.clinician --ablate RUN.json --out .../ablation.json   # each gate check off in turn
+
+Every question of one part of ``clinician-default`` (``evals/datasets/clinician.py``) is asked
+with the profile (default: ``default``), its generations cached in
+``DATA_DIR/cache/clinician-generations.sqlite`` (greedy decoding is a function of the prompt:
+a rerun, or a gate ablation over the same evidence, generates nothing again). Each answer is
+scored by ``clinician.outcome``; the summary gives, per kind of question, the count and Wilson
+95% interval of each outcome. ``--about``, ``--min-coverage``, ``--threshold``, ``--keep`` and
+``--off RULE`` change one setting for ablations; the file records what was run. Questions are
+asked in a seeded random order (``--limit N``: the first N of it, a random sample).
+
+``--ablate RUN.json`` asks the questions of an earlier run again with each gate check of
+``rag/check/rules.py`` turned off in turn, in one process: retrieval and reranking are done once
+per question and shared, generations come from the cache (a check that stopped generation
+before may now let the model answer: that generation is made once). The table counts, per
+variant, the outcomes against the run with every check on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from core.paths import Paths
+from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, load_clinician, outcome
+from evals.generation_cache import CachingGenerator
+from evals.metrics.choice import wilson_interval
+from evals.stats import mcnemar_exact
+from rag.assemble import assemble, make_generator
+from rag.check.rules import SWITCHES, GateRules
+from rag.pipeline import Pipeline
+from rag.profile import Profile, load_profile
+
+GOOD = {"answerable": "correct", "near": "abstained", "far": "abstained"}
+SEED = 31
+
+
+def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
+    """The pipeline settings this run changes from the profile's, by name."""
+    rules = GateRules(
+        terms=args.about or profile.verify.about,
+        min_coverage=profile.verify.min_coverage if args.min_coverage is None else args.min_coverage,
+    ).without(*args.off)
+    changes: dict[str, Any] = {"gate_rules": rules}
+    if args.threshold is not None:
+        changes["threshold"] = args.threshold
+    if args.keep is not None:
+        changes["keep"] = args.keep
+    return changes
+
+
+def ask(pipeline: Pipeline, items: Sequence[ClinicianItem]) -> list[dict[str, Any]]:
+    records = []
+    start = time.perf_counter()
+    for n, item in enumerate(items, start=1):
+        t0 = time.perf_counter()
+        answer = pipeline.answer(item.question)
+        cited = [c.doc_id for c in answer.citations]
+        result = outcome(item, answer.mode, answer.text, cited)
+        records.append({
+            "qid": item.qid, "kind": item.kind, "group": item.group, "question": item.question,
+            "mode": answer.mode, "outcome": result, "text": answer.text, "cited": cited,
+            "evidence": [h.chunk.chunk_id for h in answer.evidence], "notes": list(answer.notes),
+            "seconds": round(time.perf_counter() - t0, 2),
+        })  # fmt: skip
+        print(f"[{n}/{len(items)} {time.perf_counter() - start:6.0f}s] {result:>12} {item.qid}", flush=True)
+    return records
+
+
+def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per kind of question: n, and each outcome's count, share and Wilson 95% interval."""
+    out: dict[str, Any] = {}
+    for kind in ("answerable", "near", "far"):
+        rows = [r for r in records if r["kind"] == kind]
+        if not rows:
+            continue
+        counts = Counter(r["outcome"] for r in rows)
+        out[kind] = {"n": len(rows)} | {
+            name: {"count": k, "share": round(k / len(rows), 4),
+                   "wilson95": [round(x, 4) for x in wilson_interval(k, len(rows))]}
+            for name, k in sorted(counts.items())
+        }  # fmt: skip
+    return out
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The two runs paired on the questions both asked: per kind, how many each got right
+    (answerable: correct; unanswerable: abstained), how many only one did, the exact McNemar p,
+    and how many questions had the same outcome in both (run-to-run agreement when the two
+    runs are the same settings)."""
+    a = {r["qid"]: r for r in before["records"]}
+    b = {r["qid"]: r for r in after["records"]}
+    shared = sorted(set(a) & set(b))
+    result: dict[str, Any] = {
+        "questions": len(shared),
+        "same_outcome": sum(a[q]["outcome"] == b[q]["outcome"] for q in shared),
+        "same_text": sum(a[q]["text"] == b[q]["text"] for q in shared),
+    }
+    for kind, good in GOOD.items():
+        qids = [q for q in shared if a[q]["kind"] == kind]
+        if not qids:
+            continue
+        ok_a = {q for q in qids if a[q]["outcome"] == good}
+        ok_b = {q for q in qids if b[q]["outcome"] == good}
+        only_a, only_b = len(ok_a - ok_b), len(ok_b - ok_a)
+        result[kind] = {
+            "good": good,
+            "n": len(qids),
+            "before": len(ok_a),
+            "after": len(ok_b),
+            "only_before": only_a,
+            "only_after": only_b,
+            "mcnemar_p": mcnemar_exact(only_a, only_b),
+        }
+    return result
+
+
+def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem], base: GateRules) -> dict[str, Any]:
+    """Each check of ``SWITCHES`` off in turn (and all on), on the same items and shared evidence."""
+    memo: dict[str, Any] = {}
+    evidence = pipeline.evidence
+
+    def shared(question: str, **kwargs: Any) -> Any:
+        if question not in memo:
+            memo[question] = evidence(question, **kwargs)
+        found = memo[question]
+        return dataclasses.replace(found, kept=list(found.kept), dropped=list(found.dropped),
+                                   usage=dict(found.usage), notes=list(found.notes))  # fmt: skip
+
+    table: dict[str, Any] = {}
+    for name in ("none", *sorted(SWITCHES)):
+        rules = base if name == "none" else base.without(name)
+        variant = pipeline.with_settings(gate_rules=rules)
+        variant.evidence = shared  # type: ignore[method-assign]
+        print(f"-- {name} off", flush=True)
+        records = ask(variant, items)
+        table[name] = {"summary": summary(records), "outcomes": {r["qid"]: r["outcome"] for r in records}}
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("dev", "test"), default="dev")
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--about", choices=("weighted", "every", "off"), default=None)
+    parser.add_argument("--min-coverage", type=float, default=None)
+    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--keep", type=int, default=None)
+    parser.add_argument(
+        "--off", action="append", default=[], choices=sorted(SWITCHES), help="turn one gate check off"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--compare", type=Path, nargs=2, default=None, metavar=("BEFORE", "AFTER"))
+    parser.add_argument(
+        "--ablate", type=Path, default=None, metavar="RUN", help="each check off, on RUN's questions"
+    )
+    args = parser.parse_args()
+    if args.compare:
+        before, after = (json.loads(p.read_text(encoding="utf-8")) for p in args.compare)
+        print(json.dumps(compare(before, after), indent=1))
+        return
+    paths = Paths.from_env()
+    profile = load_profile(args.profile)
+    # In a seeded random order, kinds interleaved: a run stopped early is a random sample of the part.
+    items = load_clinician(part=args.part)
+    random.Random(SEED).shuffle(items)
+    items = items[: args.limit]
+    if args.ablate:
+        asked = {r["qid"] for r in json.loads(args.ablate.read_text(encoding="utf-8"))["records"]}
+        items = [item for item in items if item.qid in asked]
+    generator = CachingGenerator(
+        make_generator(profile.generator, paths), paths.cache_dir / "clinician-generations.sqlite"
+    )
+    assembled = assemble(profile, paths, generator=generator)
+    changes = settings_of(args, profile)
+    pipeline = assembled.pipeline.with_settings(**changes)
+    if args.ablate:
+        table = ablate(pipeline, items, changes["gate_rules"])
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(
+                json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1)
+            )
+        return
+    records = ask(pipeline, items)
+    result = {
+        "part": args.part, "profile": args.profile, "questions_sha256": file_sha256(),
+        "frozen_sha256": FROZEN_SHA256, "settings": {k: repr(v) for k, v in changes.items()},
+        "generations": {"cached": generator.hits, "generated": generator.misses},
+        "summary": summary(records), "records": records,
+    }  # fmt: skip
+    print(json.dumps(result["summary"], indent=1))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

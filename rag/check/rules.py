@@ -1,0 +1,50 @@
+"""Which checks the support gate applies: one switch each, for the profile and for ablations.
+
+The gate (``gate.py``) presents a generated sentence only when its cited passages are about the
+question (``aboutness.py``) and support it (``verify.py``). The default is every check on;
+``bench/clinician.py --off NAME`` turns one off to measure what it prevents (issue 31's
+ablation table, ``docs/results/clinician/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+# The checks ``--off`` may name, with where each lives
+SWITCHES = {
+    "subtypes": "aboutness: a passage naming another 'type X' than the question is not about it",
+    "asked_for": "aboutness + gate: a treatment/dose/missed-dose/storage question needs a passage, "
+    "and an answer, that gives one",
+    "populations": "aboutness: a question about children, pregnancy or breastfeeding needs a passage "
+    "naming them",
+    "same_measure": "aboutness: eGFR/GFR, HbA1c/A1C, ECG/EKG count as one concept",
+    "labels": "gate: a sentence that only repeats a source's label is no answer",
+    "dose_scope": "verifier: a dose for a group must stand in a line or heading naming that group",
+    "copy_check": "verifier: a near copy of a passage sentence must keep that sentence's words",
+}
+
+
+@dataclass(frozen=True)
+class GateRules:
+    """``terms``: how a passage shows it is about the question's subject: ``"weighted"`` (the
+    question's concepts it covers, weighed by their rarity in the corpus, reach ``min_coverage``
+    of them; ``terms.py``), ``"every"`` (every key term, the rule before issue 31) or ``"off"``.
+    Each boolean is one check of :data:`SWITCHES`."""
+
+    terms: Literal["weighted", "every", "off"] = "every"
+    min_coverage: float = 0.7
+    subtypes: bool = True
+    asked_for: bool = True
+    populations: bool = True
+    same_measure: bool = True
+    labels: bool = True
+    dose_scope: bool = True
+    copy_check: bool = True
+
+    def without(self, *names: str) -> GateRules:
+        """These rules with the named checks turned off; an unknown name is a ValueError."""
+        unknown = sorted(set(names) - set(SWITCHES))
+        if unknown:
+            raise ValueError(f"no gate check named {unknown}; choose from {sorted(SWITCHES)}")
+        return GateRules(**{**self.__dict__, **dict.fromkeys(names, False)})
