@@ -11,7 +11,7 @@ with the profile (default: ``default``), its generations cached in
 ``DATA_DIR/cache/clinician-generations.sqlite`` (greedy decoding is a function of the prompt:
 a rerun, or a gate ablation over the same evidence, generates nothing again). Each answer is
 scored by ``clinician.outcome``; the summary gives, per kind of question, the count and Wilson
-95% interval of each outcome. ``--about``, ``--min-coverage``, ``--threshold``, ``--keep`` and
+95% interval of each outcome. ``--about``, ``--min-about``, ``--threshold``, ``--keep`` and
 ``--off RULE`` change one setting for ablations; the file records what was run. Questions are
 asked in a seeded random order (``--limit N``: the first N of it, a random sample).
 
@@ -52,7 +52,7 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     """The pipeline settings this run changes from the profile's, by name."""
     rules = GateRules(
         terms=args.about or profile.verify.about,
-        min_coverage=profile.verify.min_coverage if args.min_coverage is None else args.min_coverage,
+        min_about=profile.verify.min_about if args.min_about is None else args.min_about,
     ).without(*args.off)
     changes: dict[str, Any] = {"gate_rules": rules}
     if args.threshold is not None:
@@ -155,8 +155,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("dev", "test"), default="dev")
     parser.add_argument("--profile", default="default")
-    parser.add_argument("--about", choices=("weighted", "every", "off"), default=None)
-    parser.add_argument("--min-coverage", type=float, default=None)
+    parser.add_argument("--about", choices=("judged", "every", "off"), default=None)
+    parser.add_argument("--min-about", type=float, default=None)
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--keep", type=int, default=None)
     parser.add_argument(

@@ -13,6 +13,7 @@ from corpora.chunking import ChunkerConfig
 from indexes.dense import DenseParams
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
+from rag.check.terms import VERSION as VOCABULARY_VERSION
 from rag.check.terms import Vocabulary
 from rag.protocols import Retriever
 
@@ -96,7 +97,7 @@ def corpus_vocabulary(paths: Paths, index: LoadedIndex) -> Vocabulary:
     """The support gate's view of the index's corpus (``rag/check/terms.py``), cached as JSON under
     the corpus fingerprint: built once per corpus, read in milliseconds after that."""
     fingerprint = str(index.manifest.get("corpus_fingerprint", "unknown"))
-    return Vocabulary.cached(paths.cache_dir / "vocabulary" / f"{fingerprint}.json", index.chunks)
+    return Vocabulary.cached(paths.cache_dir / "vocabulary" / f"{fingerprint}.v{VOCABULARY_VERSION}.json", index.chunks)
 
 
 def _open_sources(

@@ -87,7 +87,7 @@ class PipelineSettings:
 
 
 def _rules(profile: Profile) -> GateRules:
-    return GateRules(terms=profile.verify.about, min_coverage=profile.verify.min_coverage)
+    return GateRules(terms=profile.verify.about, min_about=profile.verify.min_about)
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:
@@ -291,6 +291,7 @@ class Pipeline:
             question, found.kept, self.verifier, self.settings.support_policy,
             abstain_token=prompts.abstain_token(), vocabulary=self.vocabulary(),
             rules=self.settings.gate_rules,
+            relevance=bool(getattr(self.reranker, "scores_are_probabilities", False)),
         )  # fmt: skip
         reason = self._no_generation_reason(found, gate)
         if reason is not None:

@@ -82,11 +82,12 @@ class VerifyConfig(_Strict):
     # An index without embeddings has no verifier: nothing is verified, so drop and abstain
     # abstain and flag labels every sentence [UNVERIFIED].
     policy: Literal["drop", "flag", "abstain"] = "drop"
-    # When a cited passage is about the question (rag/check/aboutness.py): "weighted" (the
-    # question's concepts it covers, weighed by how rare they are in the corpus, reach
-    # min_coverage of them), "every" (every key term, the rule before issue 31) or "off".
-    about: Literal["weighted", "every", "off"] = "every"
-    min_coverage: float = Field(default=0.7, ge=0.0, le=1.0)
+    # When a cited passage is about the question (rag/check/aboutness.py): "judged" (the
+    # aboutness model's probability, from the question's concepts the passage covers and the
+    # relevance model's probability, reaches min_about; unset: the model's own threshold),
+    # "every" (every key term, the rule before issue 31) or "off".
+    about: Literal["judged", "every", "off"] = "judged"
+    min_about: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class Profile(_Strict):

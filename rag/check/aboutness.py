@@ -88,8 +88,12 @@ Pure functions; nothing here loads a model.
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from core.types import Chunk
@@ -296,10 +300,16 @@ class Question:
     populations: tuple[str, ...] = ()
     concepts: tuple[Concept, ...] = ()
     rules: GateRules = field(default_factory=GateRules)
+    model: AboutnessModel | None = None  # None: the shipped one (weights/aboutness.json)
 
     @classmethod
     def read(
-        cls, question: str, vocabulary: Vocabulary | None = None, rules: GateRules | None = None
+        cls,
+        question: str,
+        vocabulary: Vocabulary | None = None,
+        rules: GateRules | None = None,
+        *,
+        model: AboutnessModel | None = None,
     ) -> Question:
         rules = rules or GateRules()
         terms = key_terms(question)
@@ -312,29 +322,77 @@ class Question:
                 terms, same_measure=rules.same_measure, written=written_abbreviations(question)
             ),
             rules=rules,
+            model=model,
         )
 
-    def coverage(self, chunk: Chunk) -> tuple[float, tuple[str, ...]]:
-        """The weighted share of the question's concepts ``chunk`` covers, and those it lacks."""
-        return coverage(self.concepts, chunk_stems(chunk))
+    def features(self, chunk: Chunk, relevance: float | None) -> tuple[float, ...]:
+        """What the aboutness model reads of one passage (``AboutnessModel``)."""
+        return about_features(self.concepts, chunk_stems(chunk), relevance)
 
-    def missing(self, chunk: Chunk) -> tuple[str, ...]:
-        """What ``chunk`` lacks to be about the question: key terms, the subtype, asked-for kinds,
-        the population."""
+    def missing(self, chunk: Chunk, relevance: float | None = None) -> tuple[str, ...]:
+        """What ``chunk`` lacks to be about the question: its subject (key terms, or the
+        aboutness model's judgement), the subtype, asked-for kinds, the population.
+        ``relevance``: the relevance model's probability for the passage, when there is one."""
         terms: tuple[str, ...] = ()
         if self.rules.terms == "every":
             terms = missing_terms(self.terms, chunk)
-        elif self.rules.terms == "weighted":
+        elif self.rules.terms == "judged":
             have = chunk_stems(chunk)
-            share, lacking = coverage(self.concepts, have)
-            specialist = tuple(c.text for c in self.concepts if c.specialist and not c.covered_by(have))
-            terms = specialist or (lacking if share < self.rules.min_coverage else ())
+            model = self.model or AboutnessModel.shipped()
+            p = model.probability(about_features(self.concepts, have, relevance))
+            if p < (model.threshold if self.rules.min_about is None else self.rules.min_about):
+                lacking = tuple(c.text for c in self.concepts if not c.covered_by(have))
+                terms = lacking or (f"enough of the question (about {p:.2f})",)
         return (
             terms
             + missing_subtypes(self.subtypes, chunk)
             + unspoken(self.kinds, chunk)
             + unnamed_populations(self.populations, chunk)
         )
+
+
+def about_features(concepts: Sequence[Concept], have: frozenset[str], relevance: float | None) -> tuple[float, ...]:
+    """``(coverage, specialist coverage, relevance)``: the idf-weighted share of the question's
+    concepts the passage covers, the same over its specialist concepts (1 when it has none), and
+    the relevance model's probability (``None``: the model's coverage-only variant)."""
+    share, _ = coverage(concepts, have)
+    specialist = [c for c in concepts if c.specialist]
+    special, _ = coverage(specialist, have) if specialist else (1.0, ())
+    return (share, special) if relevance is None else (share, special, relevance)
+
+
+ABOUTNESS_MODEL = Path(__file__).parent / "weights" / "aboutness.json"
+
+
+@dataclass(frozen=True)
+class AboutnessModel:
+    """``P(about) = sigmoid(w . features + b)``, fitted on the clinician benchmark's dev part
+    (``python -m training.aboutness``; its manifest names the data and the metrics). Two sets
+    of weights: with the relevance model's probability, and without it (a reranker whose scores
+    are no probabilities)."""
+
+    with_relevance: tuple[tuple[float, ...], float]
+    without_relevance: tuple[tuple[float, ...], float]
+    threshold: float
+
+    def probability(self, features: Sequence[float]) -> float:
+        weights, bias = self.with_relevance if len(features) == 3 else self.without_relevance
+        z = bias + sum(w * x for w, x in zip(weights, features, strict=True))
+        return 1.0 / (1.0 + math.exp(-z))
+
+    @classmethod
+    def read(cls, path: Path) -> AboutnessModel:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(
+            with_relevance=(tuple(data["with_relevance"]["weights"]), float(data["with_relevance"]["bias"])),
+            without_relevance=(tuple(data["without_relevance"]["weights"]), float(data["without_relevance"]["bias"])),
+            threshold=float(data["threshold"]),
+        )
+
+    @classmethod
+    @functools.cache
+    def shipped(cls) -> AboutnessModel:
+        return cls.read(ABOUTNESS_MODEL)
 
 
 def missing_subtypes(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:

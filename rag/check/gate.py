@@ -116,7 +116,11 @@ class SupportGate:
         abstain_token: str,
         vocabulary: Vocabulary | None = None,
         rules: GateRules | None = None,
+        relevance: bool = False,
     ) -> None:
+        """``relevance``: the sources' scores are the relevance model's probabilities, which the
+        aboutness model reads beside the question's concepts (``aboutness.AboutnessModel``)."""
+        self._relevance = relevance
         self.sources = list(sources)
         self._labels = {_bare(source_label(h.chunk)) for h in self.sources}
         self.verifier = verifier
@@ -432,7 +436,8 @@ class SupportGate:
 
     def _missing_for(self, marker: int) -> tuple[str, ...]:
         if marker not in self._missing:
-            self._missing[marker] = self.question.missing(self.sources[marker - 1].chunk)
+            hit = self.sources[marker - 1]
+            self._missing[marker] = self.question.missing(hit.chunk, hit.score if self._relevance else None)
         return self._missing[marker]
 
     def _citations(self) -> tuple[Citation, ...]:

@@ -27,13 +27,15 @@ SWITCHES = {
 
 @dataclass(frozen=True)
 class GateRules:
-    """``terms``: how a passage shows it is about the question's subject: ``"weighted"`` (the
-    question's concepts it covers, weighed by their rarity in the corpus, reach ``min_coverage``
-    of them; ``terms.py``), ``"every"`` (every key term, the rule before issue 31) or ``"off"``.
-    Each boolean is one check of :data:`SWITCHES`."""
+    """``terms``: how a passage shows it is about the question's subject: ``"judged"`` (the
+    aboutness model: how much of the question's concepts it covers, weighed by their rarity in
+    the corpus, with the relevance model's probability; ``aboutness.AboutnessModel``),
+    ``"every"`` (every key term, the rule before issue 31) or ``"off"``. ``min_about``: the
+    model's probability a passage must reach (None: the model's own threshold, chosen on the
+    clinician benchmark's dev part). Each boolean is one check of :data:`SWITCHES`."""
 
-    terms: Literal["weighted", "every", "off"] = "every"
-    min_coverage: float = 0.7
+    terms: Literal["judged", "every", "off"] = "judged"
+    min_about: float | None = None
     subtypes: bool = True
     asked_for: bool = True
     populations: bool = True

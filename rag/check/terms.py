@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -51,12 +52,23 @@ SAME_MEASURE: tuple[frozenset[str], ...] = (
 )
 
 
+VERSION = 2  # of ``stem`` and ``Vocabulary``'s file: a cached vocabulary of another is not read
+_BRITISH = re.compile(r"(?<=[a-z])(ae|oe)(?=[a-z])|^(ae|oe)")
+_ISE = re.compile(r"is(e|ed|es|ing|ation|ations)$")
+
+
 def stem(token: str) -> str:
     """A deliberately small stemmer for matching: codes (a1c, g3a, egfr) and short words stay as
-    they are; a plural "s"/"ies", then one ending out of -ation, -ing, -ed, -ic, -al, -ly, then a
-    final "e" are cut ("infections" ~ "infection", "orally" ~ "oral", "treated" ~ "treat")."""
+    they are; British spellings meet American ones ("haemorrhage" ~ "hemorrhage", "oesophageal" ~
+    "esophageal", "nebulised" ~ "nebulized"); -osis meets -otic ("cirrhosis" ~ "cirrhotic");
+    otherwise a plural "s"/"ies", then one ending out of -ation,
+    -ing, -ed, -ic, -al, -ly, then a final "e" are cut ("infections" ~ "infection", "orally" ~
+    "oral", "treated" ~ "treat")."""
     if len(token) <= 4 or not token.isalpha():
         return token
+    token = _ISE.sub(lambda m: "iz" + m[1], _BRITISH.sub("e", token))
+    if len(token) > 6 and token.endswith(("osis", "otic")):  # cirrhosis ~ cirrhotic, fibrosis ~ fibrotic
+        return token[:-4] + "o"
     if token.endswith("ies"):
         token = token[:-3] + "y"
     elif token.endswith("s") and not token.endswith(("ss", "is", "us")):  # sepsis, prostatitis stay
