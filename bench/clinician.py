@@ -48,6 +48,10 @@ GOOD = {"answerable": "correct", "near": "abstained", "far": "abstained"}
 SEED = 31
 
 
+def default_cache(paths: Paths) -> Path:
+    return paths.cache_dir / "clinician-generations.sqlite"
+
+
 def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     """The pipeline settings this run changes from the profile's, by name."""
     rules = GateRules(
@@ -62,10 +66,22 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     return changes
 
 
-def ask(pipeline: Pipeline, items: Sequence[ClinicianItem]) -> list[dict[str, Any]]:
+def ask(pipeline: Pipeline, items: Sequence[ClinicianItem], log: Path | None = None) -> list[dict[str, Any]]:
+    """Each item's answer, scored; with ``log``, each record is also appended there as it comes
+    (JSON lines), and the items already in it are read back instead of asked again, so a
+    stopped run keeps its answers and resumes."""
+    done: dict[str, dict[str, Any]] = {}
+    if log is not None and log.is_file():
+        for line in log.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["qid"]] = row
     records = []
     start = time.perf_counter()
     for n, item in enumerate(items, start=1):
+        if item.qid in done:
+            records.append(done[item.qid])
+            continue
         t0 = time.perf_counter()
         answer = pipeline.answer(item.question)
         cited = [c.doc_id for c in answer.citations]
@@ -76,6 +92,9 @@ def ask(pipeline: Pipeline, items: Sequence[ClinicianItem]) -> list[dict[str, An
             "evidence": [h.chunk.chunk_id for h in answer.evidence], "notes": list(answer.notes),
             "seconds": round(time.perf_counter() - t0, 2),
         })  # fmt: skip
+        if log is not None:
+            with log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(records[-1], ensure_ascii=False) + "\n")
         print(f"[{n}/{len(items)} {time.perf_counter() - start:6.0f}s] {result:>12} {item.qid}", flush=True)
     return records
 
@@ -151,6 +170,63 @@ def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem], base: GateRules) 
     return table
 
 
+OUTCOMES = {
+    "answerable": ("correct", "other_source", "wrong", "abstained", "degraded"),
+    "near": ("abstained", "answered", "degraded"),
+    "far": ("abstained", "answered", "degraded"),
+}
+
+
+def _cell(summary_of_kind: dict[str, Any], name: str) -> str:
+    entry = summary_of_kind.get(name)
+    if not entry:
+        return "0"
+    low, high = entry["wilson95"]
+    return f"{entry['count']} ({100 * entry['share']:.1f}%, {100 * low:.1f}-{100 * high:.1f})"
+
+
+def report(before: dict[str, Any], after: dict[str, Any], ablation: dict[str, Any] | None) -> str:
+    """Markdown: outcomes before and after on the same questions (Wilson 95% intervals), the
+    paired comparison, and the ablation table when given."""
+    shared = {r["qid"] for r in after["records"]} & {r["qid"] for r in before["records"]}
+    runs = {
+        name: summary([r for r in run["records"] if r["qid"] in shared])
+        for name, run in (("before", before), ("after", after))
+    }
+    lines = [f"Questions: {len(shared)} of the {after['part']} part, asked in both runs.", ""]
+    for kind, names in OUTCOMES.items():
+        if kind not in runs["after"]:
+            continue
+        lines += [f"| {kind} (n={runs['after'][kind]['n']}) | " + " | ".join(names) + " |"]
+        lines += ["|---" * (len(names) + 1) + "|"]
+        for run in ("before", "after"):
+            lines += [f"| {run} | " + " | ".join(_cell(runs[run].get(kind, {}), n) for n in names) + " |"]
+        lines += [""]
+    paired = compare(before, after)
+    lines += ["| paired | good outcome | before | after | only before | only after | McNemar p |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    for kind in GOOD:
+        if kind in paired:
+            row = paired[kind]
+            lines += [
+                f"| {kind} | {row['good']} | {row['before']} | {row['after']} | {row['only_before']} "
+                f"| {row['only_after']} | {row['mcnemar_p']:.2g} |"
+            ]
+    if ablation:
+        lines += [
+            "",
+            "| check off | answerable correct | answerable wrong | near abstained | far abstained |",
+        ]
+        lines += ["|---|---|---|---|---|"]
+        for name, entry in ablation["table"].items():
+            s = entry["summary"]
+            answerable, near, far = (s.get(kind, {}) for kind in ("answerable", "near", "far"))
+            cells = [_cell(answerable, "correct"), _cell(answerable, "wrong")]
+            cells += [_cell(near, "abstained"), _cell(far, "abstained")]
+            lines += [f"| {name} | " + " | ".join(cells) + " |"]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("dev", "test"), default="dev")
@@ -163,12 +239,33 @@ def main() -> None:
         "--off", action="append", default=[], choices=sorted(SWITCHES), help="turn one gate check off"
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="the generation cache (another file: generate again, for agreement)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--compare", type=Path, nargs=2, default=None, metavar=("BEFORE", "AFTER"))
     parser.add_argument(
         "--ablate", type=Path, default=None, metavar="RUN", help="each check off, on RUN's questions"
     )
+    parser.add_argument(
+        "--report",
+        type=Path,
+        nargs="+",
+        default=None,
+        metavar="FILE",
+        help="BEFORE AFTER [ABLATION] -> Markdown",
+    )
     args = parser.parse_args()
+    if args.report:
+        loaded = [json.loads(p.read_text(encoding="utf-8")) for p in args.report]
+        text = report(loaded[0], loaded[1], loaded[2] if len(loaded) > 2 else None)
+        print(text)
+        if args.out:
+            args.out.write_text(text, encoding="utf-8")
+        return
     if args.compare:
         before, after = (json.loads(p.read_text(encoding="utf-8")) for p in args.compare)
         print(json.dumps(compare(before, after), indent=1))
@@ -182,9 +279,7 @@ def main() -> None:
     if args.ablate:
         asked = {r["qid"] for r in json.loads(args.ablate.read_text(encoding="utf-8"))["records"]}
         items = [item for item in items if item.qid in asked]
-    generator = CachingGenerator(
-        make_generator(profile.generator, paths), paths.cache_dir / "clinician-generations.sqlite"
-    )
+    generator = CachingGenerator(make_generator(profile.generator, paths), args.cache or default_cache(paths))
     assembled = assemble(profile, paths, generator=generator)
     changes = settings_of(args, profile)
     pipeline = assembled.pipeline.with_settings(**changes)
@@ -196,7 +291,8 @@ def main() -> None:
                 json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1)
             )
         return
-    records = ask(pipeline, items)
+    log = args.out.with_suffix(".records.jsonl") if args.out else None
+    records = ask(pipeline, items, log)
     result = {
         "part": args.part, "profile": args.profile, "questions_sha256": file_sha256(),
         "frozen_sha256": FROZEN_SHA256, "settings": {k: repr(v) for k, v in changes.items()},

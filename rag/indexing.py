@@ -97,7 +97,8 @@ def corpus_vocabulary(paths: Paths, index: LoadedIndex) -> Vocabulary:
     """The support gate's view of the index's corpus (``rag/check/terms.py``), cached as JSON under
     the corpus fingerprint: built once per corpus, read in milliseconds after that."""
     fingerprint = str(index.manifest.get("corpus_fingerprint", "unknown"))
-    return Vocabulary.cached(paths.cache_dir / "vocabulary" / f"{fingerprint}.v{VOCABULARY_VERSION}.json", index.chunks)
+    path = paths.cache_dir / "vocabulary" / f"{fingerprint}.v{VOCABULARY_VERSION}.json"
+    return Vocabulary.cached(path, index.chunks)
 
 
 def _open_sources(

@@ -80,7 +80,10 @@ def answering(item: ClinicianItem, chunk: Chunk) -> bool:
 
 
 def pairs(
-    items: Sequence[ClinicianItem], candidates: Candidates, chunk_of: Callable[[str], Chunk], vocabulary: Vocabulary
+    items: Sequence[ClinicianItem],
+    candidates: Candidates,
+    chunk_of: Callable[[str], Chunk],
+    vocabulary: Vocabulary,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Features (coverage, specialist coverage, relevance) and labels (module docstring)."""
     rows, labels = [], []
@@ -145,22 +148,20 @@ def main() -> None:
     chunk_of = assembled.index.chunks.by_id
     vocabulary = corpus_vocabulary(paths, assembled.index)
     x, y = pairs(items, candidates, chunk_of, vocabulary)
-    fitted = {}
+    fitted: dict[str, dict[str, Any]] = {}
+    params: dict[str, tuple[tuple[float, ...], float]] = {}
     for name, columns in (("with_relevance", [0, 1, 2]), ("without_relevance", [0, 1])):
         weights, bias = fit_logistic(x[:, columns], y)
+        params[name] = (tuple(round(float(w), 6) for w in weights), round(float(bias), 6))
         fitted[name] = {
-            "weights": [round(float(w), 6) for w in weights],
-            "bias": round(float(bias), 6),
+            "weights": list(params[name][0]),
+            "bias": params[name][1],
             "pair_auc": round(auc(sigmoid(x[:, columns] @ weights + bias), y), 4),
         }
     evidence, keep = profile.rerank.threshold or 0.0, profile.rerank.keep
     curve = []
     for theta in np.round(np.arange(0.05, 0.96, 0.05), 2):
-        model = AboutnessModel(
-            with_relevance=(tuple(fitted["with_relevance"]["weights"]), fitted["with_relevance"]["bias"]),
-            without_relevance=(tuple(fitted["without_relevance"]["weights"]), fitted["without_relevance"]["bias"]),
-            threshold=float(theta),
-        )
+        model = AboutnessModel(params["with_relevance"], params["without_relevance"], threshold=float(theta))
         read = _reader(vocabulary, model)
         rates = question_rates(items, candidates, chunk_of, read, evidence, keep)
         curve.append({"threshold": float(theta), **{k: round(v, 4) for k, v in rates.items()}})
@@ -173,7 +174,7 @@ def main() -> None:
             "data": "evals/datasets/clinician_questions.jsonl, dev part only",
             "data_sha256": file_sha256(),
             "frozen_sha256": FROZEN_SHA256,
-            "pairs": int(len(y)),
+            "pairs": len(y),
             "positives": int(y.sum()),
             "evidence_threshold": evidence,
             "keep": keep,
@@ -184,7 +185,10 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in out.items() if k != "manifest"}, indent=1))
-    print(f"threshold {best['threshold']}: reachable {best['reachable']:.3f}, stopped {best['stopped']:.3f} (dev)")
+    print(
+        f"threshold {best['threshold']}: reachable {best['reachable']:.3f}, "
+        f"stopped {best['stopped']:.3f} (dev)"
+    )
 
 
 def _reader(vocabulary: Vocabulary, model: AboutnessModel) -> Callable[[str], Question]:

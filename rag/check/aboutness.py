@@ -93,8 +93,8 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
@@ -351,7 +351,9 @@ class Question:
         )
 
 
-def about_features(concepts: Sequence[Concept], have: frozenset[str], relevance: float | None) -> tuple[float, ...]:
+def about_features(
+    concepts: Sequence[Concept], have: frozenset[str], relevance: float | None
+) -> tuple[float, ...]:
     """``(coverage, specialist coverage, relevance)``: the idf-weighted share of the question's
     concepts the passage covers, the same over its specialist concepts (1 when it has none), and
     the relevance model's probability (``None``: the model's coverage-only variant)."""
@@ -383,11 +385,10 @@ class AboutnessModel:
     @classmethod
     def read(cls, path: Path) -> AboutnessModel:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(
-            with_relevance=(tuple(data["with_relevance"]["weights"]), float(data["with_relevance"]["bias"])),
-            without_relevance=(tuple(data["without_relevance"]["weights"]), float(data["without_relevance"]["bias"])),
-            threshold=float(data["threshold"]),
-        )
+        def weights(name: str) -> tuple[tuple[float, ...], float]:
+            return tuple(float(w) for w in data[name]["weights"]), float(data[name]["bias"])
+
+        return cls(weights("with_relevance"), weights("without_relevance"), threshold=float(data["threshold"]))
 
     @classmethod
     @functools.cache
