@@ -35,7 +35,7 @@ from core.types import Chunk
 from corpora.sources.base import iter_jsonl
 from evals.datasets import FREE_TEXT_LOADERS
 from evals.datasets.bioasq import bioasq_rows
-from rag.generate import aboutness
+from rag.check import aboutness
 
 DEV = ("Task7B", "Task8B", "Task9B", "Task10B")
 TEST = ("Task11B",)
@@ -48,13 +48,20 @@ ABSTENTION_SETS = (
 
 
 def rule_at(rev: str) -> types.ModuleType:
-    """``rag/check/aboutness.py`` as committed at ``rev``, loaded as a separate module."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:rag/check/aboutness.py"], capture_output=True, text=True, check=True
-    ).stdout
+    """The aboutness module as committed at ``rev``, loaded as a separate module. Before issue 31
+    it was ``rag/generate/aboutness.py`` and imported its neighbours from ``rag.generate``; they
+    live in ``rag.check`` now."""
+    for path in ("rag/check/aboutness.py", "rag/generate/aboutness.py"):
+        shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"no aboutness module at {rev}")
+    source = shown.stdout.replace("from rag.generate.dose_scope", "from rag.check.dose_scope")
     module = types.ModuleType(f"aboutness_{rev}")
+    module.__file__ = str(Path(path).resolve())  # it finds its weights beside itself
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:rag/check/aboutness.py", "exec"), module.__dict__)
+    exec(compile(source, f"{rev}:{path}", "exec"), module.__dict__)
     return module
 
 
