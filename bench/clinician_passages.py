@@ -21,58 +21,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from core.paths import Paths
 from core.types import Chunk
-from evals.datasets.clinician import ClinicianItem, key_fact_given, load_clinician
+from evals.datasets.clinician import ClinicianItem, load_clinician
 from rag.assemble import assemble
 from rag.check.aboutness import Question
 from rag.check.rules import GateRules
-from rag.check.terms import Vocabulary
+from rag.indexing import corpus_vocabulary
 from rag.profile import load_profile
+from training.aboutness import answering, scored_candidates
 
 Judge = Callable[[Question, Chunk, float], bool]
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.49, 0.6, 0.7)
 KEEPS = (2, 3, 4, 6, 8)
-
-
-def evidence_cache(paths: Paths) -> Path:
-    return paths.data_dir / "cache" / "clinician-evidence.json"
-
-
-def scored_candidates(items: Sequence[ClinicianItem], profile_name: str, paths: Paths) -> dict[str, Any]:
-    """question -> [[chunk_id, P(relevant)], ...] in retrieval order, for every candidate the
-    profile's reranker scores; read from the cache file when there, else computed and saved."""
-    path = evidence_cache(paths)
-    cache: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
-    todo = [it for it in items if it.question not in cache]
-    if todo:
-        profile = load_profile(profile_name)
-        assembled = assemble(profile, paths)
-        open_ended = assembled.pipeline.with_settings(threshold=None, keep=profile.rerank.candidates)
-        start = time.perf_counter()
-        for n, item in enumerate(todo, start=1):
-            found = open_ended.evidence(item.question)
-            cache[item.question] = [[h.chunk.chunk_id, h.score] for h in found.kept]
-            if n % 25 == 0 or n == len(todo):
-                print(f"scored {n}/{len(todo)} questions ({time.perf_counter() - start:.0f} s)", flush=True)
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(cache))
-    return cache
-
-
-def answering(item: ClinicianItem, chunk: Chunk) -> bool:
-    """Whether ``chunk`` answers ``item``: its answering passage, or a passage of an answering
-    document that states the key fact."""
-    if chunk.chunk_id == item.chunk_id:
-        return True
-    return any(
-        chunk.doc_id == s or chunk.doc_id.startswith(s + "/") for s in item.sources
-    ) and key_fact_given(item, chunk.text)
 
 
 def tally(
@@ -112,11 +77,10 @@ def main() -> None:
     profile = load_profile(args.profile)
     assembled = assemble(profile, paths)
     chunks = assembled.index.chunks
-    fingerprint = assembled.index.manifest.get("corpus_fingerprint", "unknown")
-    vocabulary = Vocabulary.cached(paths.cache_dir / "vocabulary" / f"{fingerprint}.json", chunks)
+    vocabulary = corpus_vocabulary(paths, assembled.index)
     judgements: dict[str, tuple[GateRules, Judge]] = {}
     for name, rules in variants().items():
-        judgements[name] = (rules, lambda q, c, p: not q.missing(c))
+        judgements[name] = (rules, lambda q, c, p: not q.missing(c, p))
     grid = []
     for name, (rules, judge) in judgements.items():
 
@@ -142,10 +106,7 @@ def main() -> None:
 def variants() -> dict[str, GateRules]:
     return {
         "every-term": GateRules(terms="every"),
-        **{
-            f"weighted>={t}": GateRules(terms="weighted", min_coverage=t)
-            for t in (0.0, 0.3, 0.4, 0.5, 0.6, 0.7)
-        },
+        **{f"judged>={t}": GateRules(terms="judged", min_about=t) for t in (0.3, 0.45, 0.55, 0.65, 0.8)},
     }
 
 
