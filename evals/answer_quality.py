@@ -52,8 +52,8 @@ from core.errors import ConfigError, GeneratorError, GeneratorTimeout
 from core.types import Answer, Message
 from evals.judge_cache import CachedJudge, JudgeCache
 from rag.check.support_signals import list_items
-from rag.check.yes_no import CANDIDATES, yes_probability
 from rag.generate.sentences import marker_free, sentence_spans
+from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
 
 JUDGE_METRICS = ("faithfulness", "answer_relevancy", "context_precision", "context_recall")

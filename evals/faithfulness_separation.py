@@ -31,8 +31,8 @@ from core.types import Message
 from evals.answer_quality import NLI_USER, YES_NO_SYSTEM, AnswerItem, _contexts, _yes
 from evals.faithfulness_labelled import LabelledItem, build_items, candidate_rows, read_items, write_items
 from evals.judge_cache import CachedJudge, JudgeCache, default_judge_cache_path
-from rag.check.yes_no import CANDIDATES, NO, YES
 from rag.generate.backend import logsumexp
+from rag.generate.yes_no import CANDIDATES, NO, YES
 from rag.protocols import Generator
 
 DEFAULT_OUT = Path("docs/results/eval/faithfulness-separation")

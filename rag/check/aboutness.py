@@ -388,7 +388,8 @@ class AboutnessModel:
         def weights(name: str) -> tuple[tuple[float, ...], float]:
             return tuple(float(w) for w in data[name]["weights"]), float(data[name]["bias"])
 
-        return cls(weights("with_relevance"), weights("without_relevance"), threshold=float(data["threshold"]))
+        threshold = float(data["threshold"])
+        return cls(weights("with_relevance"), weights("without_relevance"), threshold=threshold)
 
     @classmethod
     @functools.cache

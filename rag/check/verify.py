@@ -96,8 +96,8 @@ from rag.check.support_signals import (
     plain,
     quoted_from_passage,
 )
-from rag.check.yes_no import CANDIDATES, yes_probability
 from rag.generate.citations import ParsedAnswer, ParsedSentence
+from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from core.errors import ConfigError
 from core.types import Chunk, Hit, Message
-from rag.check.yes_no import NO, YES, yes_probability
+from rag.generate.yes_no import NO, YES, yes_probability
 from rag.protocols import Generator
 from rag.rerank.cache import ScoreCache, score_key
 from rag.rerank.evidence import passage_text, sort_and_renumber

@@ -24,7 +24,7 @@ from core.types import Generation, Message
 from evals.generation_cache import CachingGenerator
 from evals.judge_cache import CachedJudge, JudgeCache
 from indexes.embedding_cache import embed_cached
-from rag.check.yes_no import NO, YES
+from rag.generate.yes_no import NO, YES
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import LlmRelevanceReranker, relevance_messages
 from tests.helpers import HashEmbedder, hits_from
