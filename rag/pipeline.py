@@ -148,6 +148,17 @@ class Pipeline:
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
 
+    def _answer_scorer(self) -> Callable[[str, Sequence[str]], Sequence[float]] | None:
+        """What the gate asks whether a sentence answers the question: the trained relevance
+        model (each sentence scored as a first-ranked passage), when the check is on."""
+        rules, reranker = self.settings.gate_rules, self.reranker
+        if not (rules.answers and rules.min_answer > 0 and isinstance(reranker, SentenceModel)):
+            return None
+        scores = getattr(reranker, "scores", None)
+        if scores is None:
+            return None
+        return lambda question, texts: scores(question, texts, [1] * len(texts))
+
     def vocabulary(self) -> Vocabulary | None:
         """The corpus vocabulary (read on first use, then kept)."""
         if self._vocabulary is None and self._vocabulary_source is not None:
@@ -292,6 +303,7 @@ class Pipeline:
             abstain_token=prompts.abstain_token(), vocabulary=self.vocabulary(),
             rules=self.settings.gate_rules,
             relevance=bool(getattr(self.reranker, "scores_are_probabilities", False)),
+            relevance_of=self._answer_scorer(),
         )  # fmt: skip
         reason = self._no_generation_reason(found, gate)
         if reason is not None:

@@ -54,7 +54,7 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -65,7 +65,7 @@ from rag.check.aboutness import Question
 from rag.check.rules import GateRules
 from rag.check.support_signals import listed_entries, quoted_from_passage
 from rag.check.terms import Vocabulary
-from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer
+from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer, strip_markers
 from rag.generate.prompts import source_label
 
 FLAG_UNSUPPORTED = "[UNSUPPORTED] "
@@ -79,6 +79,7 @@ _OFF_TOPIC = re.compile(r"^cites \[\d+\] .*, which does not mention (.*)$")
 
 
 Scored = tuple[SentenceSupport, dict[int, float]]  # a sentence's support and each cited passage's
+RelevanceOf = Callable[[str, Sequence[str]], Sequence[float]]  # (question, texts) -> P(relevant) each
 
 
 class SupportChecker(Protocol):
@@ -117,10 +118,14 @@ class SupportGate:
         vocabulary: Vocabulary | None = None,
         rules: GateRules | None = None,
         relevance: bool = False,
+        relevance_of: RelevanceOf | None = None,
     ) -> None:
         """``relevance``: the sources' scores are the relevance model's probabilities, which the
-        aboutness model reads beside the question's concepts (``aboutness.AboutnessModel``)."""
+        aboutness model reads beside the question's concepts (``aboutness.AboutnessModel``).
+        ``relevance_of``: that model, to ask whether a sentence answers the question at all."""
         self._relevance = relevance
+        self._relevance_of = relevance_of
+        self._question_text = question
         self.sources = list(sources)
         self._labels = {_bare(source_label(h.chunk)) for h in self.sources}
         self.verifier = verifier
@@ -228,9 +233,14 @@ class SupportGate:
         self._cite_quotations(batch, scored)
         self._recite(batch, scored)
         self._trim_lists(batch, scored)
+        answering = self._answer_relevance(batch)
         out: list[str] = []
-        for sentence, (record, by_marker) in zip(batch, scored, strict=True):
+        for sentence, (record, by_marker), answers in zip(batch, scored, answering, strict=True):
             reasons = self._reasons(sentence, record)
+            if answers is not None and answers < self.rules.min_answer:
+                reasons.append(
+                    f"does not answer the question (relevance {answers:.2f} < {self.rules.min_answer:.2f})"
+                )
             on_topic = not any(self._missing_for(k) for k in sentence.markers)
             gap = parsed.text[self._end : sentence.start]
             self._end = sentence.end
@@ -255,6 +265,22 @@ class SupportGate:
             out.extend(self._present(gap + label + sentence.text))
         self.seconds += time.perf_counter() - start
         return "".join(out)
+
+    def _answer_relevance(self, batch: Sequence[ParsedSentence]) -> list[float | None]:
+        """The relevance model's probability that each sentence answers the question (None where
+        not asked: no scorer, the check off, or no text). A sentence its passage supports can
+        still answer something else: asked how long to hold anticoagulation in prosthetic-valve
+        endocarditis, the model quoted its passage's rifampin timing."""
+        if self._relevance_of is None or not self.rules.answers:
+            return [None] * len(batch)
+        claims = [strip_markers(s.claim).strip() for s in batch]
+        asked = [i for i, claim in enumerate(claims) if any(ch.isalpha() for ch in claim)]
+        out: list[float | None] = [None] * len(batch)
+        if asked:
+            scores = self._relevance_of(self._question_text, [claims[i] for i in asked])
+            for i, score in zip(asked, scores, strict=True):
+                out[i] = float(score)
+        return out
 
     def _present(self, piece: str) -> list[str]:
         """The pieces that may be sent now that ``piece`` (whose record was just added) passed.

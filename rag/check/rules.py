@@ -20,6 +20,7 @@ SWITCHES = {
     "naming them",
     "same_measure": "aboutness: eGFR/GFR, HbA1c/A1C, ECG/EKG count as one concept",
     "labels": "gate: a sentence that only repeats a source's label is no answer",
+    "answers": "gate: the relevance model must judge a sentence relevant to the question (min_answer)",
     "dose_scope": "verifier: a dose for a group must stand in a line or heading naming that group",
     "copy_check": "verifier: a near copy of a passage sentence must keep that sentence's words",
 }
@@ -36,11 +37,13 @@ class GateRules:
 
     terms: Literal["judged", "every", "off"] = "judged"
     min_about: float | None = None
+    min_answer: float = 0.0  # the relevance probability a presented sentence needs (check "answers")
     subtypes: bool = True
     asked_for: bool = True
     populations: bool = True
     same_measure: bool = True
     labels: bool = True
+    answers: bool = True
     dose_scope: bool = True
     copy_check: bool = True
 

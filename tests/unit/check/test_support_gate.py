@@ -401,3 +401,30 @@ def test_under_flag_an_answer_without_the_dose_is_shown_as_it_is():
     reply = "Evidence for epinephrine dosing in neonates is weak [1]."
     answer = dose_pipeline(reply, policy="flag").answer(DOSE_QUESTION)
     assert answer.mode == "rag" and answer.text == reply
+
+
+# -- does it answer the question ----------------------------------------------------------------
+def test_a_supported_sentence_that_answers_something_else_is_not_presented():
+    """The relevance model judges (question, sentence): below ``min_answer`` the sentence is
+    removed, with the probability in its reason, however well its passage supports it."""
+    from rag.check.rules import GateRules
+
+    def relevance_of(question: str, texts) -> list[float]:
+        assert question == QUESTION
+        return [0.9 if "guides" in t else 0.05 for t in texts]
+
+    parsed = parse_answer(f"{GOOD} Men scoring 2 or more need anticoagulation [2].", HITS)
+    rules = GateRules(terms="every", min_answer=0.3)
+    gate = SupportGate(
+        QUESTION, HITS, ScriptedVerifier(unsupported=[]), "drop", abstain_token=abstain_token(), rules=rules,
+        relevance_of=relevance_of,
+    )  # fmt: skip
+    result = gate.finish(parsed)
+    assert result.text == GOOD
+    removed = [s for s in result.sentences if s.status == "removed"]
+    assert len(removed) == 1 and "does not answer the question (relevance 0.05 < 0.30)" in removed[0].reasons
+    off = SupportGate(
+        QUESTION, HITS, ScriptedVerifier(unsupported=[]), "drop", abstain_token=abstain_token(),
+        rules=rules.without("answers"), relevance_of=relevance_of,
+    )  # fmt: skip
+    assert "Men scoring" in off.finish(parsed).text  # the check off: both shown
