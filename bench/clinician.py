@@ -57,6 +57,7 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     rules = GateRules(
         terms=args.about or profile.verify.about,
         min_about=profile.verify.min_about if args.min_about is None else args.min_about,
+        min_answer=profile.verify.min_answer if args.min_answer is None else args.min_answer,
     ).without(*args.off)
     changes: dict[str, Any] = {"gate_rules": rules}
     if args.threshold is not None:
@@ -233,6 +234,9 @@ def main() -> None:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--about", choices=("judged", "every", "off"), default=None)
     parser.add_argument("--min-about", type=float, default=None)
+    parser.add_argument(
+        "--min-answer", type=float, default=None, help="the 'answers' check's relevance threshold"
+    )
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--keep", type=int, default=None)
     parser.add_argument(

@@ -87,7 +87,8 @@ class PipelineSettings:
 
 
 def _rules(profile: Profile) -> GateRules:
-    return GateRules(terms=profile.verify.about, min_about=profile.verify.min_about)
+    v = profile.verify
+    return GateRules(terms=v.about, min_about=v.min_about, min_answer=v.min_answer)
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:

@@ -88,6 +88,9 @@ class VerifyConfig(_Strict):
     # "every" (every key term, the rule before issue 31) or "off".
     about: Literal["judged", "every", "off"] = "judged"
     min_about: float | None = Field(default=None, ge=0.0, le=1.0)
+    # The relevance model's probability a presented sentence needs that it answers the question
+    # (rag/check/gate.py, check "answers"; 0 turns it off).
+    min_answer: float = Field(default=0.0, ge=0.0, le=1.0)
 
 
 class Profile(_Strict):
