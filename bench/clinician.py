@@ -295,7 +295,10 @@ def main() -> None:
                 json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1)
             )
         return
-    log = args.out.with_suffix(".records.jsonl") if args.out else None
+    # each answer as it comes, in the data folder: a stopped run with the same --out resumes
+    log = paths.cache_dir / "clinician-runs" / f"{args.out.stem}.records.jsonl" if args.out else None
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
     records = ask(pipeline, items, log)
     result = {
         "part": args.part, "profile": args.profile, "questions_sha256": file_sha256(),

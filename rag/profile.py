@@ -86,7 +86,7 @@ class VerifyConfig(_Strict):
     # aboutness model's probability, from the question's concepts the passage covers and the
     # relevance model's probability, reaches min_about; unset: the model's own threshold),
     # "every" (every key term, the rule before issue 31) or "off".
-    about: Literal["judged", "every", "off"] = "judged"
+    about: Literal["judged", "every", "off"] = "every"
     min_about: float | None = Field(default=None, ge=0.0, le=1.0)
     # The relevance model's probability a presented sentence needs that it answers the question
     # (rag/check/gate.py, check "answers"; 0 turns it off).

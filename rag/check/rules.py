@@ -35,7 +35,7 @@ class GateRules:
     model's probability a passage must reach (None: the model's own threshold, chosen on the
     clinician benchmark's dev part). Each boolean is one check of :data:`SWITCHES`."""
 
-    terms: Literal["judged", "every", "off"] = "judged"
+    terms: Literal["judged", "every", "off"] = "every"
     min_about: float | None = None
     min_answer: float = 0.0  # the relevance probability a presented sentence needs (check "answers")
     subtypes: bool = True
