@@ -228,7 +228,7 @@ def report(before: dict[str, Any], after: dict[str, Any], ablation: dict[str, An
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("dev", "test"), default="dev")
     parser.add_argument("--profile", default="default")
@@ -262,18 +262,17 @@ def main() -> None:
         metavar="FILE",
         help="BEFORE AFTER [ABLATION] -> Markdown",
     )
-    args = parser.parse_args()
-    if args.report:
-        loaded = [json.loads(p.read_text(encoding="utf-8")) for p in args.report]
-        text = report(loaded[0], loaded[1], loaded[2] if len(loaded) > 2 else None)
-        print(text)
-        if args.out:
-            args.out.write_text(text, encoding="utf-8")
-        return
-    if args.compare:
-        before, after = (json.loads(p.read_text(encoding="utf-8")) for p in args.compare)
-        print(json.dumps(compare(before, after), indent=1))
-        return
+    return parser
+
+
+def write(path: Path | None, text: str) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def run(args: argparse.Namespace) -> None:
+    """Ask the part's questions (or, with --ablate, each check off in turn) and write the run."""
     paths = Paths.from_env()
     profile = load_profile(args.profile)
     # In a seeded random order, kinds interleaved: a run stopped early is a random sample of the part.
@@ -289,11 +288,7 @@ def main() -> None:
     pipeline = assembled.pipeline.with_settings(**changes)
     if args.ablate:
         table = ablate(pipeline, items, changes["gate_rules"])
-        if args.out:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(
-                json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1)
-            )
+        write(args.out, json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1))
         return
     # each answer as it comes, in the data folder: a stopped run with the same --out resumes
     log = paths.cache_dir / "clinician-runs" / f"{args.out.stem}.records.jsonl" if args.out else None
@@ -301,16 +296,31 @@ def main() -> None:
         log.parent.mkdir(parents=True, exist_ok=True)
     records = ask(pipeline, items, log)
     result = {
-        "part": args.part, "profile": args.profile, "questions_sha256": file_sha256(),
-        "frozen_sha256": FROZEN_SHA256, "settings": {k: repr(v) for k, v in changes.items()},
+        "part": args.part,
+        "profile": args.profile,
+        "questions_sha256": file_sha256(),
+        "frozen_sha256": FROZEN_SHA256,
+        "settings": {k: repr(v) for k, v in changes.items()},
         "generations": {"cached": generator.hits, "generated": generator.misses},
-        "summary": summary(records), "records": records,
-    }  # fmt: skip
+        "summary": summary(records),
+        "records": records,
+    }
     print(json.dumps(result["summary"], indent=1))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    write(args.out, json.dumps(result, indent=1, ensure_ascii=False))
 
+
+def main() -> None:
+    args = parser().parse_args()
+    if args.report:
+        loaded = [json.loads(p.read_text(encoding="utf-8")) for p in args.report]
+        text = report(loaded[0], loaded[1], loaded[2] if len(loaded) > 2 else None)
+        print(text)
+        write(args.out, text)
+    elif args.compare:
+        before, after = (json.loads(p.read_text(encoding="utf-8")) for p in args.compare)
+        print(json.dumps(compare(before, after), indent=1))
+    else:
+        run(args)
 
 if __name__ == "__main__":
     main()
