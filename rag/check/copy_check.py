@@ -11,7 +11,7 @@ from difflib import SequenceMatcher
 
 from core.types import Chunk
 from indexes.text import STOPWORDS
-from rag.check.support_signals import _NUMBER, _singular, plain
+from rag.check.support_signals import _DIGITS, _NUMBER, _canonical, _singular, plain
 from rag.generate.sentences import marker_free, sentence_spans
 
 _COPY_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
@@ -33,8 +33,9 @@ def changed_words(claim: str, chunk: Chunk) -> tuple[str, ...]:
     when it gives ``NEAR_COPY`` of the claim's words and at least ``NEAR_COPY_MIN``. Then each
     place where the claim has other content words than the passage ("septic shock" for
     "sepsis", "decreases" for "increases"), or adds or drops a negation, is a change, returned
-    as ``"claim words <- passage words"``; changes of stop words, plurals and numbers alone are
-    not (numbers have their own check). A claim that copies nothing has nothing to check.
+    as ``"claim words <- passage words"``; so is a number put in place of the copied sentence's
+    own (``_renumbered``). Changes of stop words and plurals alone are not. A claim that copies
+    nothing has nothing to check.
     """
     words = [w.lower() for w in _COPY_WORD.findall(plain(marker_free(claim)))]
     if len(words) < NEAR_COPY_MIN:
@@ -54,9 +55,22 @@ def changed_words(claim: str, chunk: Chunk) -> tuple[str, ...]:
     changes = []
     for op, i1, i2, j1, j2 in copied.get_opcodes():
         mine, theirs = words[i1:i2], unit[j1:j2]
-        if op != "equal" and (_negations(mine) != _negations(theirs) or _swapped(mine, theirs, unit)):
+        if op != "equal" and (
+            _negations(mine) != _negations(theirs) or _swapped(mine, theirs, unit) or _renumbered(mine, theirs)
+        ):
             changes.append(f"{' '.join(mine) or '(nothing)'} <- {' '.join(theirs) or '(nothing)'}")
     return tuple(changes)
+
+
+def _renumbered(mine: Sequence[str], theirs: Sequence[str]) -> bool:
+    """Whether the claim puts other numbers where the copied sentence has numbers: "prone
+    positioning for > 16 hours per day" copied from "> 12 hours per day". The number check
+    (``support_signals.numbers_agree``) passes it when the passage gives 16 hours elsewhere
+    ("typical sessions 16 hours prone"), near the same words. A number added or dropped, or
+    written in words on one side, is not a change here."""
+    claimed = {_canonical(n) for n in _DIGITS.findall(" ".join(mine))}
+    given = {_canonical(n) for n in _DIGITS.findall(" ".join(theirs))}
+    return bool(claimed and given and claimed != given)
 
 
 SWAP_MAX_WORDS = 4  # a swap replaces a few words; a longer span is a summary of the sentence

@@ -526,6 +526,30 @@ def test_a_changed_copy_caps_support_like_a_wrong_number():
     assert not wrong.copy_ok and wrong.numbers_ok and wrong.names_ok and wrong.support <= CHECK_PENALTY
 
 
+PRONE = chunk(
+    "The SSC recommends using prone positioning for > 12 hours per day for adults with "
+    "sepsis-induced moderate-to-severe ARDS. Typical sessions are 16 hours prone, 8 hours supine.",
+    title="Surviving Sepsis Campaign 2021", section=("Ventilation",),
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "changes"),
+    [
+        # another line's number put into a copy of this line: the number check cannot see it
+        ("The SSC recommends using prone positioning for > 16 hours per day for adults with "
+         "sepsis-induced moderate-to-severe ARDS.", ("16 <- 12",)),
+        ("The SSC recommends using prone positioning for > 12 hours per day for adults with "
+         "sepsis-induced moderate-to-severe ARDS.", ()),
+        ("The SSC recommends using prone positioning for > 12.0 hours per day for adults with ARDS.", ()),
+        # a number written in words, or one added, is left to the number check
+        ("The SSC recommends using prone positioning for more than twelve hours per day in ARDS.", ()),
+    ],
+)  # fmt: skip
+def test_a_near_copy_keeps_the_numbers_of_the_sentence_it_copies(claim, changes):
+    assert changed_words(claim, PRONE) == changes
+
+
 def test_one_letter_typos_pass_but_other_words_with_the_same_letters_do_not():
     potassium = chunk("Treat hypokalemia with oral potassium chloride in most patients.")
     assert changed_words("Treat hyperkalemia with oral potassium chloride in most patients.", potassium) == (
