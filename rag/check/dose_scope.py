@@ -20,7 +20,10 @@ from rag.generate.sentences import marker_free, sentence_spans
 # fmt: off
 QUALIFIERS: dict[str, re.Pattern[str]] = {
     "children": re.compile(r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|infan(?:t|ts|cy)|neonat\w*|newborns?"
-                           r"|adolescen\w*|toddlers?|kids?)\b", re.IGNORECASE),
+                           r"|adolescen\w*|toddlers?|kids?|teen(?:ager)?s?)\b"
+                           # an age under 18 names a child too: "a 14-year-old", "6 months old"
+                           r"|\b(?:1[0-7]|[1-9])[- ]?(?:years?|yrs?|y)[- ]?old\b"
+                           r"|\b\d+[- ]?(?:months?|weeks?|days?)[- ]?old\b", re.IGNORECASE),
     "pregnancy": re.compile(r"\b(?:pregnan\w*|antenatal|prenatal|obstetric\w*|gestation\w*)\b",
                             re.IGNORECASE),
     "breastfeeding": re.compile(r"\b(?:breast-?\s?feed\w*|lactat\w*|nursing mothers?)\b", re.IGNORECASE),

@@ -204,6 +204,9 @@ def test_a_question_about_children_needs_a_passage_that_names_children_in_any_wo
         ("Can a pregnant woman take labetalol?", ("pregnancy",)),
         ("Is ibuprofen safe while breastfeeding?", ("breastfeeding",)),
         ("How is hyperkalemia treated in newborns?", ("children",)),
+        ("Vitamin E dose for a 14-year-old with biopsy-proven NASH?", ("children",)),  # an age under 18
+        ("Patient is 6 months old - amoxicillin dose?", ("children",)),
+        ("Statin for a 70-year-old with a 10-year ASCVD risk of 12%?", ()),  # an adult; a 10-year risk
         ("What are the qSOFA criteria?", ()),
         ("What is the initial insulin infusion rate for diabetic ketoacidosis in adults?", ()),
     ],
