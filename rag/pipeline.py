@@ -88,7 +88,7 @@ class PipelineSettings:
 
 def _rules(profile: Profile) -> GateRules:
     v = profile.verify
-    return GateRules(terms=v.about, min_about=v.min_about, min_answer=v.min_answer)
+    return GateRules(terms=v.about, min_about=v.min_about, min_answer=v.min_answer, uncited=v.uncited)
 
 
 def contextual_query(question: str, history: Sequence[Message]) -> str:

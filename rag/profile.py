@@ -91,6 +91,10 @@ class VerifyConfig(_Strict):
     # The relevance model's probability a presented sentence needs that it answers the question
     # (rag/check/gate.py, check "answers"; 0 turns it off).
     min_answer: float = Field(default=0.0, ge=0.0, le=1.0)
+    # A sentence the model left without a marker (rag/check/gate.py): cited only to a passage
+    # about the question it quotes word for word ("quoted"), or also to the one about the
+    # question that supports it best at the threshold ("supported").
+    uncited: Literal["quoted", "supported"] = "quoted"
 
 
 class Profile(_Strict):

@@ -145,6 +145,7 @@ class SupportGate:
         self._moved: list[tuple[tuple[int, ...], int]] = []  # (markers, the one now cited) (_recite)
         self._lists_cut: list[int] = []  # items left out of each list rewritten (_trim_lists)
         self._quoted: list[int] = []  # the passage each uncited quotation now cites (_cite_quotations)
+        self._sourced: list[int] = []  # the passage each other uncited sentence now cites (_recite)
         # What the question asks for (a dose, a treatment, ...) that no presented sentence has given
         # yet; while any is missing, sentences that pass are held back, not sent (_present).
         self._wanted = [] if policy == "flag" else list(self.question.kinds)
@@ -201,6 +202,12 @@ class SupportGate:
             notes.append(
                 f"{len(self._quoted)} sentences without a marker quote a passage about the question word "
                 f"for word; each now cites it ({cited})"
+            )
+        if self._sourced:
+            cited = ", ".join(f"[{k}]" for k in dict.fromkeys(self._sourced))
+            notes.append(
+                f"{len(self._sourced)} sentences without a marker are cited to the passage about the "
+                f"question that supports them best ({cited})"
             )
         if self._lists_cut:
             left_out = sum(self._lists_cut)
@@ -363,14 +370,18 @@ class SupportGate:
         question, is verified against each other passage about the question; if one supports it,
         its markers are replaced by that passage's (the best supporting one) and it is judged as
         so cited. The model often copies a line from [1] and cites [2]; the sentence is then
-        shown, cited to a passage that supports it, and a note says so. A sentence no passage
+        shown, cited to a passage that supports it, and a note says so. Under ``uncited =
+        "supported"`` a sentence without a marker is treated the same way (the model often
+        leaves the sentence that answers uncited and cites the next). A sentence no passage
         supports is left to the gate as before."""
         if self.verifier is None:
             return
         tries: list[tuple[int, int, ParsedSentence]] = []
         for i, (sentence, (record, _)) in enumerate(zip(batch, scored, strict=True)):
             cited_on_topic = any(not self._missing_for(k) for k in sentence.markers)
-            if not sentence.markers or (record.supported and cited_on_topic):
+            if not sentence.markers and not self._sources_uncited(sentence):
+                continue
+            if sentence.markers and record.supported and cited_on_topic:
                 continue
             tries += [(i, k, _cited_to(sentence, k)) for k in range(1, len(self.sources) + 1)
                       if k not in sentence.markers and not self._missing_for(k)]  # fmt: skip
@@ -382,8 +393,15 @@ class SupportGate:
             if result[0].supported and (i not in best or result[0].support > best[i][1][0].support):
                 best[i] = (variant, result)
         for i, (variant, result) in best.items():
-            self._moved.append((batch[i].markers, variant.markers[0]))
+            if batch[i].markers:
+                self._moved.append((batch[i].markers, variant.markers[0]))
+            else:
+                self._sourced.append(variant.markers[0])
             batch[i], scored[i] = variant, result
+
+    def _sources_uncited(self, sentence: ParsedSentence) -> bool:
+        """Whether an uncited sentence may be given the passage that supports it (``GateRules.uncited``)."""
+        return self.rules.uncited == "supported" and any(ch.isalpha() for ch in sentence.claim)
 
     def _trim_lists(self, batch: list[ParsedSentence], scored: list[Scored]) -> None:
         """Present the part of a list that the passages list.
@@ -434,6 +452,8 @@ class SupportGate:
             reasons.append("no answer text")
         elif self.rules.labels and _bare(sentence.claim) in self._labels:  # "Marfan syndrome (...) [1]"
             reasons.append("repeats a source's label, not an answer")
+        elif self.rules.labels and strip_markers(sentence.claim).rstrip(" .").endswith("?"):
+            reasons.append("asks a question, not an answer")  # the model sometimes repeats the question
         elif not sentence.markers:  # known unsupported, verifier or not
             reasons.append("cites no source")
         elif self.verifier is None:

@@ -19,7 +19,7 @@ SWITCHES = {
     "populations": "aboutness: a question about children, pregnancy or breastfeeding needs a passage "
     "naming them",
     "same_measure": "aboutness: eGFR/GFR, HbA1c/A1C, ECG/EKG count as one concept",
-    "labels": "gate: a sentence that only repeats a source's label is no answer",
+    "labels": "gate: a sentence that only repeats a source's label, or asks a question, is no answer",
     "answers": "gate: the relevance model must judge a sentence relevant to the question (min_answer)",
     "dose_scope": "verifier: a dose for a group must stand in a line or heading naming that group",
     "copy_check": "verifier: a near copy of a passage sentence must keep that sentence's words",
@@ -33,9 +33,14 @@ class GateRules:
     the corpus, with the relevance model's probability; ``aboutness.AboutnessModel``),
     ``"every"`` (every key term, the rule before issue 31) or ``"off"``. ``min_about``: the
     model's probability a passage must reach (None: the model's own threshold, chosen on the
-    clinician benchmark's dev part). Each boolean is one check of :data:`SWITCHES`."""
+    clinician benchmark's dev part). Each boolean is one check of :data:`SWITCHES`.
+    ``uncited``: what may give a sentence the model left without a marker a source: only a
+    passage about the question it quotes word for word (``"quoted"``, the rule before issue 31),
+    or also one about the question that supports it at the verifier's threshold
+    (``"supported"``: the same bar a cited sentence meets when it is re-cited)."""
 
     terms: Literal["judged", "every", "off"] = "every"
+    uncited: Literal["quoted", "supported"] = "quoted"
     min_about: float | None = None
     min_answer: float = 0.0  # the relevance probability a presented sentence needs (check "answers")
     subtypes: bool = True

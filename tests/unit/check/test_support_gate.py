@@ -10,6 +10,7 @@ import pytest
 
 from core.types import Answer, Hit
 from rag.check.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
+from rag.check.rules import GateRules
 from rag.generate.citations import parse_answer
 from rag.generate.prompts import abstain_message, abstain_token
 from rag.pipeline import Pipeline, PipelineSettings
@@ -79,6 +80,15 @@ def test_a_sentence_that_only_repeats_a_source_label_is_not_an_answer():
     assert answer.sentences[0].reasons == ("repeats a source's label, not an answer",)
     only = make(label)[0].answer(QUESTION)
     assert only.mode == "abstained"
+
+
+def test_a_sentence_that_asks_a_question_is_not_an_answer():
+    # the 1.5B generator sometimes repeats the question, with a marker, as its answer
+    asked = f"{QUESTION} [1]"
+    answer = make(f"{asked} {GOOD}")[0].answer(QUESTION)
+    assert answer.mode == "rag" and answer.text == GOOD
+    assert answer.sentences[0].reasons == ("asks a question, not an answer",)
+    assert make(asked)[0].answer(QUESTION).mode == "abstained"
 
 
 def test_drop_keeps_remaining_markers_pointing_at_their_passages():
@@ -160,6 +170,41 @@ def test_uncited_list_items_that_quote_a_passage_about_the_question_are_cited_to
 def test_an_uncited_quotation_of_a_passage_not_about_the_question_stays_removed():
     answer = make(f"{GOOD} Melanoma.")[0].answer(QUESTION)  # the melanoma list is not about AF
     assert answer.text == GOOD and answer.sentences[1].reasons == ("cites no source",)
+
+
+SOURCED = GateRules(uncited="supported")
+MEN = "Men with a score of 2 or more should receive oral anticoagulation."
+
+
+def test_under_uncited_supported_an_uncited_sentence_is_cited_to_the_passage_that_supports_it():
+    verifier = ScriptedVerifier(only_from={"Men with": [2]})  # only passage 2 supports it
+    pieces, answer = streamed(make(f"{MEN} {GOOD}", verifier=verifier, gate_rules=SOURCED)[0])
+    assert answer.mode == "rag" and answer.text == "".join(pieces)
+    assert answer.text == f"{MEN.removesuffix('.')} [2]. {GOOD}"
+    assert [(s.status, s.markers) for s in answer.sentences] == [("shown", (2,)), ("shown", (1,))]
+    assert any("1 sentences without a marker are cited to the passage about the question that supports "
+               "them best ([2])" in n for n in answer.notes)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "verifier",
+    [
+        ScriptedVerifier(unsupported=["Men with"]),  # no passage supports it
+        ScriptedVerifier(only_from={"Men with": [3]}),  # only the melanoma list, not about AF
+    ],
+)
+def test_under_uncited_supported_an_uncited_sentence_no_passage_about_the_question_supports_stays_out(
+    verifier,
+):
+    answer = make(f"{MEN} {GOOD}", verifier=verifier, gate_rules=SOURCED)[0].answer(QUESTION)
+    assert answer.text == GOOD
+    assert answer.sentences[0].status == "removed" and answer.sentences[0].reasons == ("cites no source",)
+
+
+def test_by_default_an_uncited_sentence_a_passage_supports_is_still_dropped():
+    verifier = ScriptedVerifier(only_from={"Men with": [2]})
+    answer = make(f"{MEN} {GOOD}", verifier=verifier)[0].answer(QUESTION)
+    assert answer.text == GOOD and answer.sentences[0].reasons == ("cites no source",)
 
 
 @pytest.mark.parametrize(
