@@ -25,6 +25,7 @@ variant, the outcomes against the run with every check on.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import random
@@ -58,6 +59,7 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         terms=args.about or profile.verify.about,
         min_about=profile.verify.min_about if args.min_about is None else args.min_about,
         min_answer=profile.verify.min_answer if args.min_answer is None else args.min_answer,
+        uncited=args.uncited or profile.verify.uncited,
     ).without(*args.off)
     changes: dict[str, Any] = {"gate_rules": rules}
     if args.threshold is not None:
@@ -87,12 +89,32 @@ def ask(pipeline: Pipeline, items: Sequence[ClinicianItem], log: Path | None = N
         answer = pipeline.answer(item.question)
         cited = [c.doc_id for c in answer.citations]
         result = outcome(item, answer.mode, answer.text, cited)
-        records.append({
-            "qid": item.qid, "kind": item.kind, "group": item.group, "question": item.question,
-            "mode": answer.mode, "outcome": result, "text": answer.text, "cited": cited,
-            "evidence": [h.chunk.chunk_id for h in answer.evidence], "notes": list(answer.notes),
-            "seconds": round(time.perf_counter() - t0, 2),
-        })  # fmt: skip
+        records.append(
+            {
+                "qid": item.qid,
+                "kind": item.kind,
+                "group": item.group,
+                "question": item.question,
+                "mode": answer.mode,
+                "outcome": result,
+                "text": answer.text,
+                "cited": cited,
+                "evidence": [h.chunk.chunk_id for h in answer.evidence],
+                "notes": list(answer.notes),
+                # every generated sentence, shown or not, with its support: what a threshold curve reads
+                "sentences": [
+                    {
+                        "text": s.text,
+                        "markers": list(s.markers),
+                        "support": round(s.support, 4),
+                        "status": s.status,
+                        "reasons": list(s.reasons),
+                    }
+                    for s in answer.sentences
+                ],
+                "seconds": round(time.perf_counter() - t0, 2),
+            }
+        )
         if log is not None:
             with log.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(records[-1], ensure_ascii=False) + "\n")
@@ -148,8 +170,22 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem], base: GateRules) -> dict[str, Any]:
-    """Each check of ``SWITCHES`` off in turn (and all on), on the same items and shared evidence."""
+def with_support(pipeline: Pipeline, threshold: float | None) -> Pipeline:
+    """``pipeline`` with its verifier's support threshold set to ``threshold`` (None: as it is)."""
+    if threshold is None or pipeline.verifier is None:
+        return pipeline
+    variant = pipeline.with_settings()
+    verifier = copy.copy(pipeline.verifier)
+    verifier.threshold = threshold
+    variant.verifier = verifier
+    return variant
+
+
+def variants(
+    pipeline: Pipeline, items: Sequence[ClinicianItem], named: dict[str, Pipeline]
+) -> dict[str, Any]:
+    """Each named variant of ``pipeline`` on the same items and the same evidence (retrieved and
+    reranked once per question): the variants differ only after generation."""
     memo: dict[str, Any] = {}
     evidence = pipeline.evidence
 
@@ -157,18 +193,36 @@ def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem], base: GateRules) 
         if question not in memo:
             memo[question] = evidence(question, **kwargs)
         found = memo[question]
-        return dataclasses.replace(found, kept=list(found.kept), dropped=list(found.dropped),
-                                   usage=dict(found.usage), notes=list(found.notes))  # fmt: skip
+        return dataclasses.replace(
+            found,
+            kept=list(found.kept),
+            dropped=list(found.dropped),
+            usage=dict(found.usage),
+            notes=list(found.notes),
+        )
 
     table: dict[str, Any] = {}
-    for name in ("none", *sorted(SWITCHES)):
-        rules = base if name == "none" else base.without(name)
-        variant = pipeline.with_settings(gate_rules=rules)
+    for name, variant in named.items():
         variant.evidence = shared  # type: ignore[method-assign]
-        print(f"-- {name} off", flush=True)
+        print(f"-- {name}", flush=True)
         records = ask(variant, items)
         table[name] = {"summary": summary(records), "outcomes": {r["qid"]: r["outcome"] for r in records}}
     return table
+
+
+def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem], base: GateRules) -> dict[str, Any]:
+    """Each check of ``SWITCHES`` off in turn (and all on), on the same items and shared evidence."""
+    named = {"none": pipeline.with_settings(gate_rules=base)}
+    named |= {
+        f"{name} off": pipeline.with_settings(gate_rules=base.without(name)) for name in sorted(SWITCHES)
+    }
+    return variants(pipeline, items, named)
+
+
+def sweep(pipeline: Pipeline, items: Sequence[ClinicianItem], thresholds: Sequence[float]) -> dict[str, Any]:
+    """The support threshold's curve: each threshold on the same items and shared evidence."""
+    named = {f"support {t:g}": with_support(pipeline, t) for t in thresholds}
+    return variants(pipeline, items, named)
 
 
 OUTCOMES = {
@@ -239,6 +293,11 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--keep", type=int, default=None)
+    parser.add_argument("--support", type=float, default=None, help="the verifier's support threshold")
+    parser.add_argument("--uncited", choices=("quoted", "supported"), default=None)
+    parser.add_argument(
+        "--sweep", type=str, default=None, metavar="T1,T2,..", help="support thresholds, on RUN's questions"
+    )
     parser.add_argument(
         "--off", action="append", default=[], choices=sorted(SWITCHES), help="turn one gate check off"
     )
@@ -279,13 +338,18 @@ def run(args: argparse.Namespace) -> None:
     items = load_clinician(part=args.part)
     random.Random(SEED).shuffle(items)
     items = items[: args.limit]
-    if args.ablate:
+    if args.ablate:  # the questions of an earlier run
         asked = {r["qid"] for r in json.loads(args.ablate.read_text(encoding="utf-8"))["records"]}
         items = [item for item in items if item.qid in asked]
     generator = CachingGenerator(make_generator(profile.generator, paths), args.cache or default_cache(paths))
     assembled = assemble(profile, paths, generator=generator)
     changes = settings_of(args, profile)
-    pipeline = assembled.pipeline.with_settings(**changes)
+    pipeline = with_support(assembled.pipeline.with_settings(**changes), args.support)
+    if args.ablate and args.sweep:
+        thresholds = [float(t) for t in args.sweep.split(",")]
+        table = sweep(pipeline, items, thresholds)
+        write(args.out, json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1))
+        return
     if args.ablate:
         table = ablate(pipeline, items, changes["gate_rules"])
         write(args.out, json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1))
@@ -321,6 +385,7 @@ def main() -> None:
         print(json.dumps(compare(before, after), indent=1))
     else:
         run(args)
+
 
 if __name__ == "__main__":
     main()
