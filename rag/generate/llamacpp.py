@@ -35,7 +35,9 @@ def default_threads() -> int:
 
     Half approximates the physical cores (llama.cpp gains nothing from SMT siblings) and leaves
     room for the embedder and other work: measured on 2 shared cores, 2 threads fell to 10 prompt
-    and 1 generated tokens/s while 1 thread kept 21 and 4.
+    and 1 generated tokens/s while 1 thread kept 21 and 4. Re-measured 2026-11-27 (a whole cold
+    answer, the default profile's comment): 2 threads are 35% faster on a quiet machine, as fast
+    beside one busy process, and ran past the timeout beside work on both cores, so one stays.
     """
     return max(1, len(os.sched_getaffinity(0)) // 2)
 
