@@ -2,18 +2,25 @@
 (free-text questions with a reference answer), so an exam bank or a Hugging Face download runs
 through the same eval loop as MIRAGE without a conversion script.
 
-Formats are those of :mod:`evals.datasets.table_files`. Multiple-choice shapes recognised:
+Formats are those of :mod:`evals.datasets.table_files` (JSON in every pandas ``to_json`` layout,
+JSON Lines, CSV/TSV, parquet, Arrow, ``save_to_disk`` folders, each file optionally ``.gz``/``.zst``).
+Multiple-choice shapes recognised:
 
 * MIRAGE: ``{id: {question, options{A..}, answer}}`` (also ``{set: {id: row}}``);
 * MedQA-style rows: ``question``, ``options`` (an object A..E, a list -> letters A.., or a list of
   ``{key, value}``), ``answer_idx`` (a letter) and/or ``answer`` (a letter or the correct option's text);
-* MedMCQA-style rows: ``question``, ``opa``..``ope``, ``cop`` (a letter or a number) or ``answer_idx``;
+* MedMCQA-style rows: ``question``, ``opa``..``ope``, ``cop`` (a letter or a number) or ``answer_idx``
+  (a letter), or only ``answer`` (a letter or the correct option's text);
 * one column per option: ``question``, ``A``, ``B``, ... and ``answer``.
 
 A number as the answer is an option index: MedMCQA's released JSON counts from 1 (1 = opa), its
 Hugging Face copy from 0, so the base is detected (any 0 means 0-based, else 1-based), can be set
-with the mapping key ``answer_base``, and the assumption is always reported. Ids come from ``id``
-or ``qid`` (or MIRAGE's keys), else the row number.
+with the mapping key ``answer_base``, and the assumption is always reported. When ``answer_idx``
+(or ``cop``) gives the gold letter and ``answer`` names an option too (by letter or text, as in
+MedQA's files), the two must agree: a row where they point at different options is skipped, since
+one of them is wrong. Ids come from ``id`` or ``qid``, else the row's label (MIRAGE's keys, a pandas
+index other than the default 0..n-1), else the row number. Every other column (``explanation``,
+``link``, ``subject_name``, ..) is kept, never read as an option, in the item's ``meta["extra"]``.
 
 A column mapping renames columns when the file's names differ (``{"question": "stem", "answer":
 "key"}``); its keys ``split`` (a DatasetDict split) and ``answer_base`` are settings, not columns.
@@ -48,9 +55,12 @@ MCQ_TARGETS = ("id", "question", "options", "answer", "answer_idx", "cop", *OPA_
 QA_TARGETS = ("id", "question", "answer")
 GOLD_COLUMNS = ("answer_idx", "cop", "answer")  # first present one wins
 REFERENCE_COLUMNS = ("answer", "reference", "ideal_answer")
+ID_COLUMNS = ("id", "qid")
+OPTION_COLUMNS = {"medqa": ("options",), "medmcqa": OPA_COLUMNS, "letters": LETTER_COLUMNS}
+LISTED = 8  # column names an error message lists before saying how many more there are
 SHAPES = {
     "medqa": "MedQA-style rows (question, options, answer_idx/answer)",
-    "medmcqa": "MedMCQA-style rows (question, opa.., cop)",
+    "medmcqa": "MedMCQA-style rows (question, opa.., cop/answer_idx/answer)",
     "letters": "one column per option (question, A, B, .., answer)",
     "qa": "free-text rows (question, answer/reference/ideal_answer)",
 }
@@ -88,6 +98,8 @@ class _Draft:
     options: dict[str, str]
     column: str
     gold: Any
+    also: Any = None  # the ``answer`` cell when another column gives the gold: the two must agree
+    extra: Mapping[str, Any] | None = None  # the columns that are neither id, question, option nor answer
 
 
 def parse_columns(text: str | None) -> dict[str, str] | None:
@@ -136,17 +148,34 @@ def _split_settings(
     return mapping, settings
 
 
+def listing(names: list[str], limit: int = LISTED) -> str:
+    """Names for a message that fits on a screen: the first ``limit``, then how many more."""
+    if not names:
+        return "none"
+    more = f" ... and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _present(rows: list[RawRow]) -> list[str]:
+    """The column names the rows have, in the order they first appear."""
+    return list(dict.fromkeys(str(k) for r in rows if isinstance(r.value, dict) for k in r.value))
+
+
+def _read_as(table: Table) -> str:
+    return f"read as {table.layout}, {len(table.rows)} row{'s' if len(table.rows) != 1 else ''}"
+
+
 def _mapped(table: Table, mapping: dict[str, str], path: Path) -> list[RawRow]:
     """Rows with each mapped column copied under its standard name; a mapped column that no row has
     is an error (most likely a typo), naming the columns the file does have."""
     if not mapping:
         return table.rows
-    present = {str(k) for r in table.rows if isinstance(r.value, dict) for k in r.value}
+    present = _present(table.rows)
     for target, source in mapping.items():
         if source not in present:
             raise ConfigError(
-                f"{path}: no column {source!r} (mapped to {target}); "
-                f"its columns are: {', '.join(sorted(present))}"
+                f"{path}: no column {source!r} (mapped to {target}); its columns are: {listing(present)} "
+                f"({_read_as(table)})"
             )
     return [
         RawRow(r.number, r.key, {**r.value, **{t: r.value.get(s) for t, s in mapping.items()}})
@@ -169,7 +198,7 @@ def _bad_row(r: RawRow) -> SkippedRow:
 
 
 def _row_id(r: RawRow) -> str:
-    for column in ("id", "qid"):
+    for column in ID_COLUMNS:
         qid = _text(r.value.get(column))
         if qid is not None:
             return qid
@@ -235,21 +264,27 @@ def _options(row: dict[str, Any], shape: str) -> dict[str, str] | str:
     return _sequence_options([row.get(c) for c in names], names)
 
 
-def _mcq_shape(rows: list[RawRow], path: Path) -> str:
-    columns = {str(k) for r in rows if isinstance(r.value, dict) for k in r.value}
+def _mcq_shape(rows: list[RawRow], path: Path, read_as: str) -> str:
+    columns = _present(rows)
     if "options" in columns:
         return "medqa"
     if "opa" in columns:
         return "medmcqa"
-    if {"A", "B"} <= columns:
+    if {"A", "B"} <= set(columns):
         return "letters"
     raise ConfigError(
         f"{path}: cannot tell where the options are; expected an 'options' column, opa..ope, or A, B, ..; "
-        f"its columns are: {', '.join(sorted(columns)) or 'none'}. Map yours, e.g. --columns options=choices"
+        f"its columns are: {listing(columns)} ({read_as}). Map yours, e.g. --columns options=choices"
     )
 
 
-def _draft(r: RawRow, shape: str) -> _Draft | SkippedRow:
+def _extra(row: dict[str, Any], used: set[str]) -> dict[str, Any] | None:
+    """The cells of the columns no item field comes from, empty ones left out."""
+    extra = {str(k): v for k, v in row.items() if str(k) not in used and v is not None and v != ""}
+    return extra or None
+
+
+def _draft(r: RawRow, shape: str, used: set[str]) -> _Draft | SkippedRow:
     start = _id_and_question(r)
     if isinstance(start, SkippedRow):
         return start
@@ -261,8 +296,15 @@ def _draft(r: RawRow, shape: str) -> _Draft | SkippedRow:
         return SkippedRow(r.number, qid, f"fewer than two options ({len(options)})")
     for column in GOLD_COLUMNS:
         if _text(r.value.get(column)) is not None:
-            return _Draft(r.number, qid, question, options, column, r.value[column])
+            also = r.value.get("answer") if column != "answer" else None
+            return _Draft(r.number, qid, question, options, column, r.value[column], also,
+                          _extra(r.value, used))  # fmt: skip
     return SkippedRow(r.number, qid, "missing answer (no answer_idx, cop or answer)")
+
+
+def _same_text(a: str, b: str) -> bool:
+    """Option text and answer text match up to case and runs of white space."""
+    return " ".join(a.split()).casefold() == " ".join(b.split()).casefold()
 
 
 def _as_index(value: Any) -> int | None:
@@ -284,10 +326,20 @@ def _letter_or_text(d: _Draft) -> str | None:
         if letter in d.options:
             return letter
     if d.column != "cop":
-        same = [k for k, text in d.options.items() if text.casefold() == given.casefold()]
+        same = [k for k, text in d.options.items() if _same_text(text, given)]
         if len(same) == 1:
             return same[0]
     return None
+
+
+def _meanings(answer: Any, options: Mapping[str, str]) -> set[str]:
+    """Every option an ``answer`` cell beside ``answer_idx`` can name: as a letter (any case) or as
+    an option's text; empty when it names none (a number, a free-text answer), which is no conflict."""
+    given = _text(answer)
+    if given is None:
+        return set()
+    letters = {letter for letter in (given, given.upper()) if letter in options}
+    return letters | {k for k, text in options.items() if _same_text(text, given)}
 
 
 def _answer_base(drafts: list[_Draft], settings: dict[str, str]) -> tuple[int, str | None]:
@@ -314,8 +366,14 @@ def _resolve(d: _Draft, base: int, spec: str) -> McqItem | SkippedRow:
         how = f" (read as a {base}-based option number)" if number is not None else ""
         return SkippedRow(d.row, d.qid, f"answer {_text(d.gold)!r}{how} is not among the options "
                                         f"{', '.join(d.options)}")  # fmt: skip
+    also = _meanings(d.also, d.options)
+    if also and letter not in also:
+        return SkippedRow(d.row, d.qid, f"{d.column} {_text(d.gold)!r} (option {letter}) and answer "
+                                        f"{_text(d.also)!r} (option {', '.join(sorted(also))}) disagree; "
+                                        "correct the one that is wrong")  # fmt: skip
+    meta: dict[str, Any] = {"row": d.row} if d.extra is None else {"row": d.row, "extra": dict(d.extra)}
     return McqItem(dataset=spec, qid=d.qid, question=d.question, options=d.options, answer=letter,
-                   meta={"row": d.row})  # fmt: skip
+                   meta=meta)  # fmt: skip
 
 
 def _unique(items: list[McqItem], skipped: list[SkippedRow]) -> list[McqItem]:
@@ -341,10 +399,12 @@ def _read(spec: str, prefix: str, source_data: Path, columns: Mapping[str, str] 
         raise ConfigError(f"{prefix!r} needs a file, e.g. {prefix}exams/cardio.csv")
     mapping, settings = _split_settings(columns, targets)
     path = resolve_path(given, source_data)
-    table = read_table(path, settings.get("split"))
+    table = read_table(path, settings.get("split"), names={"question", mapping.get("question", "question")})
     if not table.rows:
-        raise ConfigError(f"{path} holds no rows; add questions to it or point {spec!r} at another file")
-    notes = [f"read as a {table.layout}"]
+        raise ConfigError(
+            f"{path} holds no rows ({_read_as(table)}); add questions to it or point {spec!r} at another file"
+        )
+    notes = [_read_as(table)]
     if mapping:
         notes.append("columns: " + ", ".join(f"{t} <- {s}" for t, s in mapping.items()))
     return path, _mapped(table, mapping, path), table.layout, settings, notes
@@ -367,11 +427,13 @@ def load_user_mcq(
 ) -> LoadedSet[McqItem]:
     """The usable questions of an ``mcq:PATH`` file and every row that was not usable."""
     path, rows, layout, settings, notes = _read(spec, MCQ_PREFIX, source_data, columns, MCQ_TARGETS)
-    shape = _mcq_shape(rows, path)
+    shape = _mcq_shape(rows, path, notes[0])
+    sources = {source for target, source in (columns or {}).items() if target not in SETTINGS}
+    used = {*ID_COLUMNS, "question", *GOLD_COLUMNS, *OPTION_COLUMNS[shape], *sources}
     skipped: list[SkippedRow] = []
     drafts: list[_Draft] = []
     for r in rows:
-        draft = _draft(r, shape)
+        draft = _draft(r, shape, used)
         if isinstance(draft, SkippedRow):
             skipped.append(draft)
         else:
@@ -385,7 +447,8 @@ def load_user_mcq(
             skipped.append(resolved)
         else:
             items.append(resolved)
-    label = "MIRAGE-style {id: {question, options, answer}}" if layout.startswith("MIRAGE") else SHAPES[shape]
+    mirage = layout.startswith("MIRAGE") and shape == "medqa"
+    label = "MIRAGE-style {id: {question, options, answer}}" if mirage else SHAPES[shape]
     return _finish(spec, path, _unique(items, skipped), skipped, label, notes)
 
 

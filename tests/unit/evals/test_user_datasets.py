@@ -147,7 +147,8 @@ def test_a_column_mapping_renames_columns(tmp_path):
     (item,) = load_mcq(f"mcq:{path}", paths_for(tmp_path), mapping)
     assert (item.qid, item.question, item.answer) == ("u1", "Q?", "B")
     with pytest.raises(
-        ConfigError, match=r"no column 'stme' \(mapped to question\); its columns are: choices"
+        ConfigError,
+        match=r"no column 'stme' \(mapped to question\); its columns are: uid, stem, choices, key ",
     ):
         load_mcq(f"mcq:{path}", paths_for(tmp_path), {"question": "stme"})
     with pytest.raises(ConfigError, match="unknown column mapping key"):
@@ -205,7 +206,13 @@ def test_csv_rows_are_counted_as_data_rows(tmp_path):
     ("name", "content", "message"),
     [
         ("none.jsonl", None, "no file or folder"),
-        ("exam.xlsx", "x", "unknown file type '.xlsx'"),
+        (
+            "exam.xlsx",
+            "x",
+            r"workbooks \(\.xlsx\) are not read .*read_excel\('exam\.xlsx'\)\.to_json\('exam\.jsonl', "
+            r"orient='records', lines=True\)",
+        ),
+        ("exam.txt", "x", "unknown file type '.txt'"),
         ("empty.jsonl", "\n", "holds no rows"),
         ("broken.json", "{", "not valid JSON"),
         ("allbad.jsonl", '{"question": "Q?", "options": ["a", "b"], "answer": "z"}\n', "no usable row"),
