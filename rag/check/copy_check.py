@@ -55,9 +55,8 @@ def changed_words(claim: str, chunk: Chunk) -> tuple[str, ...]:
     changes = []
     for op, i1, i2, j1, j2 in copied.get_opcodes():
         mine, theirs = words[i1:i2], unit[j1:j2]
-        if op != "equal" and (
-            _negations(mine) != _negations(theirs) or _swapped(mine, theirs, unit) or _renumbered(mine, theirs)
-        ):
+        negated = _negations(mine) != _negations(theirs)
+        if op != "equal" and (negated or _swapped(mine, theirs, unit) or _renumbered(mine, theirs)):
             changes.append(f"{' '.join(mine) or '(nothing)'} <- {' '.join(theirs) or '(nothing)'}")
     return tuple(changes)
 

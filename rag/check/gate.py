@@ -21,9 +21,10 @@ sentence without a marker that is one whole entry of a passage about the questio
 word (a list item before the one the model cited), is cited to that passage
 (``_cite_quotations``); under ``GateRules.uncited = "supported"`` any other sentence without a
 marker is re-cited like a mis-cited one, to the passage about the question that supports it
-best. A sentence that asks a question (the model repeating it) is no answer. A list sentence that still fails ("The symptoms of X include A, B and
-C") keeps the items that passages about the question list word for word, cited to those
-passages, if at least two remain (``_trim_lists``). A sentence that passes both checks is
+best. A sentence that asks a question (the model repeating it) is no answer. A list sentence
+that still fails ("The symptoms of X include A, B and C") keeps the items that passages about
+the question list word for word, cited to those passages, if at least two remain
+(``_trim_lists``). A sentence that passes both checks is
 shown as written. One that fails either is handled by the profile's ``[verify] policy``:
 
 - ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
