@@ -16,10 +16,16 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
 	touch $@
 
-demo: setup
-	$(BIN)/medcite models fetch
-	$(BIN)/medcite index build --skip-existing
-	$(BIN)/medcite ask "$(QUESTION)"
+# Each step's wall time is printed at the end (the set-up step is ~0 s once .venv is current).
+TIMES := data/demo-times.txt
+
+demo:
+	@mkdir -p data && : > $(TIMES)
+	@bash scripts/timed.sh $(TIMES) "set-up (.venv)" $(MAKE) --no-print-directory setup
+	@bash scripts/timed.sh $(TIMES) "generator model" $(BIN)/medcite models fetch
+	@bash scripts/timed.sh $(TIMES) "default index" $(BIN)/medcite index build --skip-existing
+	@bash scripts/timed.sh $(TIMES) "answer" $(BIN)/medcite ask "$(QUESTION)"
+	@echo "-- time per step"; cat $(TIMES)
 
 test: setup
 	$(BIN)/medcite models fetch
