@@ -11,7 +11,7 @@ from difflib import SequenceMatcher
 
 from core.types import Chunk
 from indexes.text import STOPWORDS
-from rag.check.support_signals import _DIGITS, _NUMBER, _canonical, _singular, plain
+from rag.check.support_signals import _NUMBER, _singular, plain, quantities
 from rag.generate.sentences import marker_free, sentence_spans
 
 _COPY_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
@@ -67,8 +67,8 @@ def _renumbered(mine: Sequence[str], theirs: Sequence[str]) -> bool:
     (``support_signals.numbers_agree``) passes it when the passage gives 16 hours elsewhere
     ("typical sessions 16 hours prone"), near the same words. A number added or dropped, or
     written in words on one side, is not a change here."""
-    claimed = {_canonical(n) for n in _DIGITS.findall(" ".join(mine))}
-    given = {_canonical(n) for n in _DIGITS.findall(" ".join(theirs))}
+    claimed = {number for number, _ in quantities(" ".join(mine))}
+    given = {number for number, _ in quantities(" ".join(theirs))}
     return bool(claimed and given and claimed != given)
 
 
