@@ -282,6 +282,19 @@ def report(before: dict[str, Any], after: dict[str, Any], ablation: dict[str, An
     return "\n".join(lines) + "\n"
 
 
+def thresholds(text: str) -> list[float]:
+    """``--sweep``'s comma-separated thresholds, each in [0, 1]."""
+    try:
+        values = [float(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give thresholds as numbers, e.g. 0.2,0.331,0.4"
+        ) from None
+    if not all(0.0 <= v <= 1.0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: each threshold must be in [0, 1]")
+    return values
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("dev", "test"), default="dev")
@@ -296,7 +309,11 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--support", type=float, default=None, help="the verifier's support threshold")
     parser.add_argument("--uncited", choices=("quoted", "supported"), default=None)
     parser.add_argument(
-        "--sweep", type=str, default=None, metavar="T1,T2,..", help="support thresholds, on RUN's questions"
+        "--sweep",
+        type=thresholds,
+        default=None,
+        metavar="T1,T2,..",
+        help="support thresholds, each on the same questions (with --ablate RUN: RUN's)",
     )
     parser.add_argument(
         "--off", action="append", default=[], choices=sorted(SWITCHES), help="turn one gate check off"
@@ -331,7 +348,8 @@ def write(path: Path | None, text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    """Ask the part's questions (or, with --ablate, each check off in turn) and write the run."""
+    """Ask the part's questions (with --sweep, at each support threshold; else with --ablate, each
+    check off in turn) and write the run."""
     paths = Paths.from_env()
     profile = load_profile(args.profile)
     # In a seeded random order, kinds interleaved: a run stopped early is a random sample of the part.
@@ -345,14 +363,14 @@ def run(args: argparse.Namespace) -> None:
     assembled = assemble(profile, paths, generator=generator)
     changes = settings_of(args, profile)
     pipeline = with_support(assembled.pipeline.with_settings(**changes), args.support)
-    if args.ablate and args.sweep:
-        thresholds = [float(t) for t in args.sweep.split(",")]
-        table = sweep(pipeline, items, thresholds)
-        write(args.out, json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1))
-        return
-    if args.ablate:
-        table = ablate(pipeline, items, changes["gate_rules"])
-        write(args.out, json.dumps({"part": args.part, "from": str(args.ablate), "table": table}, indent=1))
+    if args.sweep or args.ablate:
+        table = (
+            sweep(pipeline, items, args.sweep)
+            if args.sweep
+            else ablate(pipeline, items, changes["gate_rules"])
+        )
+        asked = str(args.ablate) if args.ablate else None
+        write(args.out, json.dumps({"part": args.part, "from": asked, "table": table}, indent=1))
         return
     # each answer as it comes, in the data folder: a stopped run with the same --out resumes
     log = paths.cache_dir / "clinician-runs" / f"{args.out.stem}.records.jsonl" if args.out else None
