@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from core.errors import ConfigError
-from core.paths import Paths
+from core.paths import DEFAULT_DATA_DIR, DEFAULT_MODEL_DIR, Paths
 from rag.retrieve.query import MAX_QUERY_CHARS
 
 MIN_KEY_CHARS = 16
@@ -38,8 +38,8 @@ class ApiSettings(BaseSettings):
     # What to serve: pipeline profiles (the OpenAI "model" names), their index and generator.
     profiles: Annotated[list[str], NoDecode] = ["default"]
     index: str | None = None  # overrides every profile's index name
-    data_dir: Path = Path("data")
-    model_dir: Path = Path("~/.cache/medcite/models")
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+    model_dir: Path = Path(DEFAULT_MODEL_DIR)
     generator_backend: Literal["llama-cpp", "openai"] | None = None  # overrides the profiles'
     generator_url: str | None = None  # e.g. http://llm:8080/v1 for the openai backend
     generator_model: str | None = None

@@ -12,21 +12,26 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The defaults, spelled here only (the API's settings read them too).
+DEFAULT_DATA_DIR = "data"
+DEFAULT_SOURCE_DATA = "../shared/data"
+# Outside the repo so fresh checkouts and CI clones on one machine share the 1 GB generator file.
+DEFAULT_MODEL_DIR = "~/.cache/medcite/models"
+
 
 class Paths(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    data_dir: Path = Path("data")
-    source_data: Path = Path("../shared/data")
-    # Outside the repo so fresh checkouts and CI clones on one machine share the 1 GB generator file.
-    model_dir: Path = Field(default_factory=lambda: Path("~/.cache/medcite/models").expanduser())
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+    source_data: Path = Path(DEFAULT_SOURCE_DATA)
+    model_dir: Path = Field(default_factory=lambda: Path(DEFAULT_MODEL_DIR).expanduser())
 
     @classmethod
     def from_env(cls) -> Paths:
         return cls(
-            data_dir=Path(os.environ.get("MEDCITE_DATA_DIR", "data")),
-            source_data=Path(os.environ.get("MEDCITE_SOURCE_DATA", "../shared/data")),
-            model_dir=Path(os.environ.get("MEDCITE_MODEL_DIR", "~/.cache/medcite/models")).expanduser(),
+            data_dir=Path(os.environ.get("MEDCITE_DATA_DIR", DEFAULT_DATA_DIR)),
+            source_data=Path(os.environ.get("MEDCITE_SOURCE_DATA", DEFAULT_SOURCE_DATA)),
+            model_dir=Path(os.environ.get("MEDCITE_MODEL_DIR", DEFAULT_MODEL_DIR)).expanduser(),
         )
 
     @property
