@@ -106,7 +106,13 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
 
                 support_model = TrainedSupport(v.model_path)
             judge = generator if v.llm_judge else None
-            verifier = SupportVerifier(embedder, threshold=v.threshold, judge=judge, model=support_model)
+            answer_judge = None
+            if v.answer_judge is not None:
+                from rag.check.answer_judge import AnswerJudge
+
+                answer_judge = AnswerJudge(generator, v.answer_judge)
+            verifier = SupportVerifier(embedder, threshold=v.threshold, judge=judge, model=support_model,
+                                       answer_judge=answer_judge)  # fmt: skip
     except BaseException:
         index.close()
         raise

@@ -76,6 +76,10 @@ class VerifyConfig(_Strict):
     # None: the backend's own (heuristic 0.5; trained: the threshold in the model's manifest)
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     llm_judge: bool = False
+    # The local model judges, with the question, whether the cited passage gives each sentence
+    # as its answer (rag/check/answer_judge.py); a sentence that passes the rule checks is shown
+    # when P(yes) reaches this threshold (the support model is then not asked). None: off.
+    answer_judge: float | None = Field(default=None, ge=0.0, le=1.0)
     # What a generated sentence below the threshold, or citing a passage not about the question,
     # becomes (rag/check/gate.py): "drop" leaves it out (the answer abstains when none is
     # left), "flag" shows it behind an [UNSUPPORTED] label, "abstain" withholds the whole answer.

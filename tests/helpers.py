@@ -163,6 +163,7 @@ class ScriptedVerifier:
         self.unsupported = tuple(unsupported)
         self.only_from = dict(only_from or {})
         self.threshold = threshold
+        self.uses_generator = False
         self.calls: list[list[str]] = []
 
     def _value(self, claim: str, marker: int) -> float:
@@ -172,7 +173,7 @@ class ScriptedVerifier:
             return 0.1
         return 0.9
 
-    def score_sentences(self, sentences, sources):
+    def score_sentences(self, sentences, sources, question=None):
         from core.types import SentenceSupport
 
         self.calls.append([s.claim for s in sentences])

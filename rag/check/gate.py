@@ -89,9 +89,12 @@ class SupportChecker(Protocol):
     """What the gate needs of a verifier (``rag.check.verify.SupportVerifier`` is one)."""
 
     threshold: float
+    # True when scoring asks the generator (an LLM judge): the generator is busy until the answer
+    # is complete, so nothing is decided, and nothing sent, while it streams
+    uses_generator: bool
 
     def score_sentences(
-        self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit]
+        self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit], question: str | None = None
     ) -> list[tuple[SentenceSupport, dict[int, float]]]: ...
 
 
@@ -160,6 +163,8 @@ class SupportGate:
         """The text that may be sent now, given the raw generation so far ("" while undecided)."""
         if self.policy == "abstain" or self._could_be_abstention(raw):
             return ""
+        if self.verifier is not None and self.verifier.uses_generator:
+            return ""  # the judge needs the model, which is still writing: decide at the end
         parsed = parse_answer(raw, self.sources)
         pending = [s for s in parsed.sentences if s.start >= self._end]
         # The text after an earlier sentence contains the text after a later one, so the ready
@@ -360,7 +365,8 @@ class SupportGate:
                 tries.append((i, _cited_to(sentence, quoted[0])))
         if not tries:
             return
-        results = self.verifier.score_sentences([variant for _, variant in tries], self.sources)
+        variants = [variant for _, variant in tries]
+        results = self.verifier.score_sentences(variants, self.sources, self._question_text)
         for (i, variant), result in zip(tries, results, strict=True):
             if result[0].supported:
                 batch[i], scored[i] = variant, result
@@ -390,7 +396,7 @@ class SupportGate:
                       if k not in sentence.markers and not self._missing_for(k)]  # fmt: skip
         if not tries:
             return
-        results = self.verifier.score_sentences([t[2] for t in tries], self.sources)
+        results = self.verifier.score_sentences([t[2] for t in tries], self.sources, self._question_text)
         best: dict[int, tuple[ParsedSentence, Scored]] = {}
         for (i, _k, variant), result in zip(tries, results, strict=True):
             if result[0].supported and (i not in best or result[0].support > best[i][1][0].support):
@@ -438,7 +444,7 @@ class SupportGate:
             tries.append((i, variant, len(items) - len(kept)))
         if not tries:
             return
-        results = self.verifier.score_sentences([t[1] for t in tries], self.sources)
+        results = self.verifier.score_sentences([t[1] for t in tries], self.sources, self._question_text)
         for (i, variant, dropped), result in zip(tries, results, strict=True):
             if result[0].supported:
                 batch[i], scored[i] = variant, result
@@ -447,7 +453,7 @@ class SupportGate:
     def _score(self, batch: Sequence[ParsedSentence]) -> list[tuple[SentenceSupport, dict[int, float]]]:
         if self.verifier is None:
             return [(SentenceSupport(s.claim, s.markers, 0.0, False), {}) for s in batch]
-        return self.verifier.score_sentences(batch, self.sources)
+        return self.verifier.score_sentences(batch, self.sources, self._question_text)
 
     def _reasons(self, sentence: ParsedSentence, record: SentenceSupport) -> list[str]:
         reasons: list[str] = []

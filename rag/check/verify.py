@@ -59,7 +59,13 @@ sees a negation, a swapped entity or a flipped direction that the heuristic's ba
 sentence embedding miss; the number and name checks stay, as rules a model should not be trusted to
 learn. The heuristic signals are still computed and reported beside it.
 
-Either way, a list whose every item is, word for word, an entry of the cited passage's own list
+With an answer judge (``verify.answer_judge``, ``rag.check.answer_judge``) and the question, the
+local model decides instead: ``support = P(yes)`` that the passage gives the sentence as the
+question's answer, for a pair whose rule checks pass, and 0 for one whose checks fail (never
+asked); the support model is not consulted and a listed or quoted entry is judged like any other
+sentence (a phenotype list copied from its passage can still answer another question).
+
+Without a judge, a list whose every item is, word for word, an entry of the cited passage's own list
 (no digits, a plain lead-in without a negation: ``support_signals.listed_in_passage``) has support 1:
 phenotype-list answers span more entries than one window of the support model holds, and on the
 answerable questions of the abstention benchmark the model alone rejected most of them. A list
@@ -103,6 +109,7 @@ from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator
 
 if TYPE_CHECKING:
+    from rag.check.answer_judge import AnswerJudge
     from rag.check.support_model import TrainedSupport
 
 log = logging.getLogger(__name__)
@@ -142,6 +149,7 @@ class PairSupport:
     names_ok: bool = True  # every name of the claim is in the passage
     scope_ok: bool = True  # every group a dose claim names is tied to that dose in the passage
     copy_ok: bool = True  # a near copy of a passage sentence keeps that sentence's words
+    answer: float | None = None  # the answer judge's P(yes), when it decided (``answer_judge``)
 
     @property
     def checks_ok(self) -> bool:
@@ -158,11 +166,19 @@ class PairSupport:
 class SupportVerifier:
     """Scores each answer sentence against the passages it cites (see the module docstring)."""
 
-    def __init__(self, embedder: Embedder, *, threshold: float | None = None, judge: Generator | None = None,
-                 model: TrainedSupport | None = None) -> None:  # fmt: skip
-        """``threshold`` None: the trained model's own (chosen on dev, in its manifest) when a
-        model is given, else the heuristic's 0.5."""
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        threshold: float | None = None,
+        judge: Generator | None = None,
+        model: TrainedSupport | None = None,
+        answer_judge: AnswerJudge | None = None,
+    ) -> None:
+        """``threshold`` None: the answer judge's when one is given, else the trained model's own
+        (chosen on dev, in its manifest) when a model is given, else the heuristic's 0.5."""
         own = model.threshold if model is not None else None
+        own = answer_judge.threshold if answer_judge is not None else own
         threshold = threshold if threshold is not None else own if own is not None else HEURISTIC_THRESHOLD
         if not 0.0 <= threshold <= 1.0:
             raise ConfigError(f"the support threshold must be in [0, 1], got {threshold}")
@@ -170,7 +186,13 @@ class SupportVerifier:
         self.threshold = threshold
         self.judge = judge
         self.model = model
+        self.answer_judge = answer_judge
         self.rules = GateRules()
+
+    @property
+    def uses_generator(self) -> bool:
+        """Whether scoring asks the generator (a judge); the gate then decides once it is done."""
+        return self.judge is not None or self.answer_judge is not None
 
     def with_rules(self, rules: GateRules) -> SupportVerifier:
         """This verifier (same models) applying ``rules``' dose-scope and copy checks or not."""
@@ -198,12 +220,13 @@ class SupportVerifier:
         return [sentence for sentence, _ in scored], citations
 
     def score_sentences(
-        self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit]
+        self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit], question: str | None = None
     ) -> list[tuple[SentenceSupport, dict[int, float]]]:
         """Each sentence's support, and its support against each source it cites (by marker).
 
         The support gate calls this a few sentences at a time while an answer streams, and needs
         the per-passage scores to give each remaining citation the mean over the sentences kept.
+        With an answer judge and the ``question``, the judge decides (``score_pairs``).
         """
         for s in sentences:
             if any(not 1 <= k <= len(sources) for k in s.markers):
@@ -211,22 +234,29 @@ class SupportVerifier:
                     f"sentence markers {s.markers} point outside the {len(sources)} sources given"
                 )
         pairs = sorted({(s.claim, k) for s in sentences for k in s.markers})
-        scores = self.score_pairs([(claim, sources[k - 1].chunk) for claim, k in pairs])
+        scores = self.score_pairs([(claim, sources[k - 1].chunk) for claim, k in pairs], question)
         by_pair = {pair: score.support for pair, score in zip(pairs, scores, strict=True)}
+        judged = self.answer_judge is not None and question is not None  # the judge decides lists too
         out = []
         for s in sentences:
             by_marker = {k: by_pair[(s.claim, k)] for k in s.markers}
-            if len(by_marker) > 1 and max(by_marker.values()) < self.threshold and listed_in_passages(
-                s.claim, [sources[k - 1].chunk for k in by_marker]
-            ):  # a list whose items its cited passages give between them: each of them supports it
-                by_marker = dict.fromkeys(by_marker, 1.0)
+            below = not judged and len(by_marker) > 1 and max(by_marker.values()) < self.threshold
+            if below and listed_in_passages(s.claim, [sources[k - 1].chunk for k in by_marker]):
+                by_marker = dict.fromkeys(by_marker, 1.0)  # a list its cited passages give between them
             support = max(by_marker.values(), default=0.0)
             supported = bool(s.markers) and support >= self.threshold
             out.append((SentenceSupport(s.claim, s.markers, support, supported), by_marker))
         return out
 
-    def score_pairs(self, pairs: Sequence[tuple[str, Chunk]]) -> list[PairSupport]:
-        """Support of each ``(claim, passage)``; all texts are embedded in one batch."""
+    def score_pairs(
+        self, pairs: Sequence[tuple[str, Chunk]], question: str | None = None
+    ) -> list[PairSupport]:
+        """Support of each ``(claim, passage)``; all texts are embedded in one batch.
+
+        With an answer judge and the ``question``, support is the judge's P(yes) for the pairs
+        that pass the rule checks and 0 for the others (``rag.check.answer_judge``): the support
+        model is not asked, and a listed or quoted entry is judged like any other sentence.
+        """
         # keyed by the chunk, not its id: sentence selection cuts one chunk into pieces that share it
         units = {c: passage_units(c) for _, c in pairs}
         claims = [plain(claim) for claim, _ in pairs]
@@ -234,7 +264,8 @@ class SupportVerifier:
         row = {text: i for i, text in enumerate(texts)}
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         judge_alive = self.judge is not None
-        modelled = self._model_probabilities(pairs)
+        answering = self.answer_judge is not None and question is not None
+        modelled = None if answering else self._model_probabilities(pairs)
         out = []
         for i, (claim, chunk) in enumerate(pairs):
             if not plain(claim):  # nothing to check: a sentence made of markers only
@@ -263,7 +294,19 @@ class SupportVerifier:
             support *= 1.0 if checks_ok else CHECK_PENALTY
             out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed,
                                    names_ok, scope_ok, copy_ok))  # fmt: skip
-        return out
+        return self._answered(out, pairs, question) if answering else out
+
+    def _answered(
+        self, scored: list[PairSupport], pairs: Sequence[tuple[str, Chunk]], question: str | None
+    ) -> list[PairSupport]:
+        """``scored`` with the answer judge's P(yes) as the support of each pair that passes the
+        rule checks (0 for the others: the judge cannot overrule a wrong number)."""
+        if self.answer_judge is None or question is None:
+            return scored
+        asked = [i for i, p in enumerate(scored) if p.checks_ok and plain(pairs[i][0])]
+        judged = self.answer_judge.probabilities(question, [(plain(pairs[i][0]), pairs[i][1]) for i in asked])
+        answer = dict(zip(asked, judged, strict=True))
+        return [replace(p, support=answer.get(i, 0.0), answer=answer.get(i)) for i, p in enumerate(scored)]
 
     def _model_probabilities(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray | None:
         if self.model is None:

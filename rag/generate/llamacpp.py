@@ -29,6 +29,8 @@ from rag.generate.model_files import recorded_sha256
 
 __all__ = ["LlamaCppGenerator", "default_threads"]
 
+FIXED_PREFIXES = 16  # the earlier-turn token lists kept (``_fixed_prefix``): system turns, judge passages
+
 
 def default_threads() -> int:
     """Half the CPUs this process may run on (affinity-aware), at least one.
@@ -72,7 +74,8 @@ class LlamaCppGenerator:
         self._formatter: Any = None
         self._sha256: str | None = None
         self._single_tokens: dict[str, tuple[int, ...]] = {}
-        self._fixed: dict[str, list[int]] = {}  # system message -> its turn's tokens (``_fixed_prefix``)
+        # the turns before a prompt's last -> their tokens (``_fixed_prefix``), oldest first
+        self._fixed: dict[tuple[tuple[str, str], ...], list[int]] = {}
 
     # -- loading -------------------------------------------------------------------------------
 
@@ -134,16 +137,23 @@ class LlamaCppGenerator:
         return tokens
 
     def _fixed_prefix(self, llm: Any, messages: Sequence[Message], tokens: Sequence[int]) -> int:
-        """How many leading tokens of ``tokens`` belong to the system turn, the part every question
-        of a kind shares and the only part reused from the KV cache (``settle_prefix``). It is a
-        function of the prompt alone, so the same prompt always splits the same way."""
-        if not messages or messages[0].role != "system":
+        """How many leading tokens of ``tokens`` belong to the turns before the last: the part a
+        prompt shares with others of its kind (the system turn of every question; a judge's
+        passage and question, asked about one sentence after another) and the only part reused
+        from the KV cache (``settle_prefix``). It is a function of the prompt alone, so the same
+        prompt always splits the same way."""
+        earlier = tuple((m.role, m.content) for m in messages[:-1])
+        if not earlier:
             return 0
-        system = messages[0].content
-        if system not in self._fixed:  # the system turn alone, then an opened assistant turn
-            self._fixed[system] = self._tokens(llm, messages[:1])
+        if earlier not in self._fixed:  # the earlier turns alone, then an opened assistant turn
+            try:
+                self._fixed[earlier] = self._tokens(llm, messages[:-1])
+            except GeneratorError:  # a template that refuses the shorter chat: nothing is reused
+                self._fixed[earlier] = []
+            while len(self._fixed) > FIXED_PREFIXES:
+                self._fixed.pop(next(iter(self._fixed)))
         shared = 0
-        for a, b in zip(tokens, self._fixed[system], strict=False):
+        for a, b in zip(tokens, self._fixed[earlier], strict=False):
             if a != b:
                 break
             shared += 1

@@ -321,6 +321,19 @@ def test_streaming_never_yields_the_unsupported_sentence_and_adds_up_to_the_answ
     assert [s.status for s in final.sentences] == ["shown", "removed", "shown"]
 
 
+def test_a_verifier_that_asks_the_generator_decides_only_once_the_generation_is_done():
+    """An LLM judge needs the model the answer is still streaming from: nothing is scored, and
+    nothing sent, until it has finished; then the same sentences pass as without streaming."""
+    verifier = ScriptedVerifier(unsupported=["200 mg"])
+    verifier.uses_generator = True
+    pipe, generator = make(f"{GOOD} {BAD} {GOOD_2}", verifier=verifier)
+    stream = pipe.stream(QUESTION)
+    first = next(stream)
+    assert generator.closed and verifier.calls  # the whole reply was read before any scoring
+    rest = list(stream)
+    assert first + "".join(rest[:-1]) == rest[-1].text == f"{GOOD} {GOOD_2}"
+
+
 @pytest.mark.parametrize("policy", ["drop", "flag", "abstain"])
 def test_streamed_and_whole_answers_agree(policy):
     reply = f"{GOOD} {BAD} {GOOD_2}"

@@ -158,7 +158,8 @@ def test_model_loads_lazily_once(fake_llama, gguf):
 def test_only_the_system_turn_is_reused_so_no_prompt_depends_on_the_one_before(fake_llama, gguf):
     """llama.cpp's own reuse kept whatever prefix two prompts shared, so where a prompt was split
     into cached and new tokens (and its floating-point sums) depended on the prompt before it.
-    Only the system turn is reused, always evaluated alone from position 0."""
+    Only the turns before the last (here the system turn) are reused, always evaluated alone
+    from position 0."""
     gen = LlamaCppGenerator(gguf, threads=1)
     system = Message("system", "Answer.")
     first = [system, Message("user", "Which vitamin?")]
@@ -250,3 +251,23 @@ def test_fingerprint_reads_the_sidecar_instead_of_hashing(gguf, monkeypatch):
 
 def test_fingerprint_hashes_a_file_without_sidecar(gguf):
     assert LlamaCppGenerator(gguf).fingerprint()["sha256"] == hashlib.sha256(b"GGUF tiny").hexdigest()
+
+
+def test_a_judges_passage_turns_are_reused_for_the_next_sentence_and_split_by_the_prompt_alone(fake_llama, gguf):
+    """The turns before the last are the fixed prefix: a judge asked about two sentences of one
+    passage evaluates the passage once; another passage is evaluated from position 0."""
+    gen = LlamaCppGenerator(gguf, threads=1)
+
+    def chat(passage: str, claim: str) -> list[Message]:
+        return [Message("system", "Judge."), Message("user", passage), Message("assistant", "Read."),
+                Message("user", claim)]  # fmt: skip
+
+    gen.next_token_logprobs(chat("Aspirin 162 mg.", "162 mg"), ["Yes"])
+    gen.next_token_logprobs(chat("Aspirin 162 mg.", "325 mg?"), ["Yes"])
+    gen.next_token_logprobs(chat("Heparin.", "162 mg"), ["Yes"])
+    (llm,) = FakeLlama.instances
+    prefix = len("<system>Judge.<user>Aspirin 162 mg.<assistant>Read.<")
+    last = len("user>325 mg?<assistant>")
+    assert [len(t) for t in llm.evaluated[:2]] == [prefix, len("user>162 mg<assistant>")]
+    assert len(llm.evaluated[2]) == last  # only the new sentence's turn
+    assert len(llm.evaluated[3]) == len("<system>Judge.<user>Heparin.<assistant>Read.<")  # afresh

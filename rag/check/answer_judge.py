@@ -1,0 +1,83 @@
+"""Does the cited passage give this sentence as the answer to the question? The local model judges.
+
+The support model (``support_model.py``) was trained on BioASQ claims against their snippets.
+On the clinician benchmark's dev answers it does not tell a correct answer from a wrong one:
+a sentence holding the question's key fact scored no higher than one without it (ROC AUC
+0.46 over 142 generated sentences; ``docs/results/clinician/README.md``), because a clinician's
+answer restates the question in words its passage does not use, and a wrong answer is often a
+sentence its passage does support that answers something else. The generator, shown the
+passage, the question and the sentence, reads the three together.
+
+The chat is three turns: the passage (title, section path, plain text) and the question; a
+fixed acknowledgement; then the sentence and the question to judge. The generator reuses the
+turns before the last from its KV cache (``LlamaCppGenerator._fixed_prefix``), so the second and
+later sentences citing one passage cost their own few tokens, not the passage again; the split
+depends on the prompt alone, so a judgement is the same in any order or process.
+
+``P(yes) = p(yes) / (p(yes) + p(no))`` over the first reply token (``rag.generate.yes_no``).
+A sentence is shown when, for a passage it cites, the rule checks pass (numbers, names, dose
+scope, copy: ``verify.rule_checks``) and P(yes) reaches the threshold chosen on the dev part.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from core.errors import ConfigError, GeneratorError
+from core.types import Chunk, Message
+from rag.check.plain_text import plain_text
+from rag.generate.yes_no import CANDIDATES, yes_probability
+from rag.protocols import Generator
+from rag.rerank.evidence import heading
+
+log = logging.getLogger(__name__)
+
+PASSAGE_CHARS = 1500  # the passage's first characters shown to the judge (about 350 tokens)
+SYSTEM = "You check answers to clinical questions against a source passage. Answer with one word: yes or no."
+READ = "Passage:\n{passage}\n\nQuestion: {question}"
+ACK = "I have read the passage and the question."
+ASK = "Proposed answer: {claim}\n\nDoes the passage state this answer to the question, with the same numbers?"
+
+
+def judge_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
+    """The judge's chat for one (question, sentence, passage); the first three turns depend on
+    the passage and the question only, so they are shared by every sentence citing it."""
+    title = heading(chunk)
+    body = plain_text(chunk.text)
+    if len(body) > PASSAGE_CHARS:  # cut at a word boundary: never half a number
+        cut = body.rfind(" ", 0, PASSAGE_CHARS)
+        body = body[: cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS]
+    passage = (f"{title}\n" if title else "") + body
+    return [
+        Message("system", SYSTEM),
+        Message("user", READ.format(passage=passage, question=question)),
+        Message("assistant", ACK),
+        Message("user", ASK.format(claim=claim)),
+    ]
+
+
+class AnswerJudge:
+    """P(the passage states the sentence as the question's answer), from the local generator."""
+
+    def __init__(self, generator: Generator, threshold: float) -> None:
+        if not 0.0 <= threshold <= 1.0:
+            raise ConfigError(f"the answer judge's threshold must be in [0, 1], got {threshold}")
+        self.generator = generator
+        self.threshold = threshold
+
+    def probabilities(self, question: str, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
+        """P(yes) for each ``(sentence, passage)``; pairs citing one passage are asked one after
+        another so its turns are evaluated once. A judge that fails, or gives neither answer any
+        probability, counts as "no": a sentence nobody judged is not shown."""
+        out = [0.0] * len(pairs)
+        order = sorted(range(len(pairs)), key=lambda i: (pairs[i][1].chunk_id, i))
+        for i in order:
+            messages = judge_messages(question, *pairs[i])
+            try:
+                logprobs = self.generator.next_token_logprobs(messages, CANDIDATES)
+            except GeneratorError as exc:
+                log.warning("answer judge failed (%s); the sentence is not shown", type(exc).__name__)
+                continue
+            out[i] = yes_probability(logprobs) or 0.0
+        return out
