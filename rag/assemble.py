@@ -110,7 +110,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
             if v.answer_judge is not None:
                 from rag.check.answer_judge import AnswerJudge
 
-                answer_judge = AnswerJudge(generator, v.answer_judge)
+                answer_judge = AnswerJudge(generator, v.answer_judge, floor=v.judge_above)
             verifier = SupportVerifier(embedder, threshold=v.threshold, judge=judge, model=support_model,
                                        answer_judge=answer_judge)  # fmt: skip
     except BaseException:

@@ -78,8 +78,11 @@ class VerifyConfig(_Strict):
     llm_judge: bool = False
     # The local model judges, with the question, whether the cited passage gives each sentence
     # as its answer (rag/check/answer_judge.py); a sentence that passes the rule checks is shown
-    # when P(yes) reaches this threshold (the support model is then not asked). None: off.
+    # when P(yes) reaches this threshold (and its support reaches judge_above). None: off.
     answer_judge: float | None = Field(default=None, ge=0.0, le=1.0)
+    # The support a pair needs before the answer judge is asked (0: every pair that passes the
+    # rule checks); with the trained backend, the support model's P(supported).
+    judge_above: float = Field(default=0.0, ge=0.0, le=1.0)
     # What a generated sentence below the threshold, or citing a passage not about the question,
     # becomes (rag/check/gate.py): "drop" leaves it out (the answer abstains when none is
     # left), "flag" shows it behind an [UNSUPPORTED] label, "abstain" withholds the whole answer.

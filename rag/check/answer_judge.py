@@ -16,7 +16,9 @@ depends on the prompt alone, so a judgement is the same in any order or process.
 
 ``P(yes) = p(yes) / (p(yes) + p(no))`` over the first reply token (``rag.generate.yes_no``).
 A sentence is shown when, for a passage it cites, the rule checks pass (numbers, names, dose
-scope, copy: ``verify.rule_checks``) and P(yes) reaches the threshold chosen on the dev part.
+scope, copy: ``verify.rule_checks``), its support reaches the ``floor`` (the support model's
+probability; pairs below it are not asked, which also saves the judge's time) and P(yes)
+reaches the threshold; both chosen on the dev part (``docs/results/clinician/README.md``).
 """
 
 from __future__ import annotations
@@ -60,11 +62,15 @@ def judge_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
 class AnswerJudge:
     """P(the passage states the sentence as the question's answer), from the local generator."""
 
-    def __init__(self, generator: Generator, threshold: float) -> None:
-        if not 0.0 <= threshold <= 1.0:
-            raise ConfigError(f"the answer judge's threshold must be in [0, 1], got {threshold}")
+    def __init__(self, generator: Generator, threshold: float, *, floor: float = 0.0) -> None:
+        """``threshold``: the P(yes) a sentence needs; ``floor``: the support (the support model's
+        or the heuristic's) a pair needs before the judge is asked at all."""
+        for name, value in (("threshold", threshold), ("floor", floor)):
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"the answer judge's {name} must be in [0, 1], got {value}")
         self.generator = generator
         self.threshold = threshold
+        self.floor = floor
 
     def probabilities(self, question: str, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
         """P(yes) for each ``(sentence, passage)``; pairs citing one passage are asked one after

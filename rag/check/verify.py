@@ -60,10 +60,11 @@ sentence embedding miss; the number and name checks stay, as rules a model shoul
 learn. The heuristic signals are still computed and reported beside it.
 
 With an answer judge (``verify.answer_judge``, ``rag.check.answer_judge``) and the question, the
-local model decides instead: ``support = P(yes)`` that the passage gives the sentence as the
-question's answer, for a pair whose rule checks pass, and 0 for one whose checks fail (never
-asked); the support model is not consulted and a listed or quoted entry is judged like any other
-sentence (a phenotype list copied from its passage can still answer another question).
+local model has the last word: ``support = P(yes)`` that the passage gives the sentence as the
+question's answer, for a pair whose rule checks pass and whose support above reaches the
+judge's floor (``verify.judge_above``), and 0 for the others (never asked); a listed or quoted
+entry is judged like any other sentence (a phenotype list copied from its passage can still
+answer another question).
 
 Without a judge, a list whose every item is, word for word, an entry of the cited passage's own list
 (no digits, a plain lead-in without a negation: ``support_signals.listed_in_passage``) has support 1:
@@ -265,7 +266,7 @@ class SupportVerifier:
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         judge_alive = self.judge is not None
         answering = self.answer_judge is not None and question is not None
-        modelled = None if answering else self._model_probabilities(pairs)
+        modelled = self._model_probabilities(pairs)
         out = []
         for i, (claim, chunk) in enumerate(pairs):
             if not plain(claim):  # nothing to check: a sentence made of markers only
@@ -300,10 +301,12 @@ class SupportVerifier:
         self, scored: list[PairSupport], pairs: Sequence[tuple[str, Chunk]], question: str | None
     ) -> list[PairSupport]:
         """``scored`` with the answer judge's P(yes) as the support of each pair that passes the
-        rule checks (0 for the others: the judge cannot overrule a wrong number)."""
+        rule checks and whose support already reaches the judge's ``floor``; 0 for the others
+        (the judge cannot overrule a wrong number, nor a passage the support model rejects)."""
         if self.answer_judge is None or question is None:
             return scored
-        asked = [i for i, p in enumerate(scored) if p.checks_ok and plain(pairs[i][0])]
+        floor = self.answer_judge.floor
+        asked = [i for i, p in enumerate(scored) if p.checks_ok and p.support >= floor and plain(pairs[i][0])]
         judged = self.answer_judge.probabilities(question, [(plain(pairs[i][0]), pairs[i][1]) for i in asked])
         answer = dict(zip(asked, judged, strict=True))
         return [replace(p, support=answer.get(i, 0.0), answer=answer.get(i)) for i, p in enumerate(scored)]

@@ -84,3 +84,20 @@ def test_a_quoted_entry_is_judged_too_and_without_a_question_the_judge_is_not_as
     assert judged.support == pytest.approx(0.1) and judged.listed
     [unjudged] = verifier.score_pairs([(quote, chunk(DOAC))])
     assert unjudged.answer is None and unjudged.support == 1.0 and len(judge.asked) == 1
+
+
+def test_a_pair_whose_support_is_below_the_floor_is_not_asked():
+    claims = {"Reduce to 2.5 mg BID in older patients.": 0.9, "Apixaban is reduced in older patients.": 0.9}
+    pairs = [(claim, chunk(DOAC)) for claim in claims]
+    plain = SupportVerifier(HashEmbedder()).score_pairs(pairs)
+    floor = (plain[0].support + plain[1].support) / 2  # the quotation scores 1, the paraphrase less
+    assert plain[0].support > floor > plain[1].support
+    judge = ClaimJudge(claims)
+    verifier = SupportVerifier(HashEmbedder(), answer_judge=AnswerJudge(judge, 0.6, floor=floor))
+    scores = verifier.score_pairs(pairs, QUESTION)
+    assert [s.support for s in scores] == pytest.approx([0.9, 0.0]) and len(judge.asked) == 1
+
+
+def test_a_floor_outside_unit_interval_is_a_config_error():
+    with pytest.raises(ConfigError, match="floor"):
+        AnswerJudge(ClaimJudge({}), 0.6, floor=2.0)
