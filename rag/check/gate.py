@@ -89,9 +89,11 @@ class SupportChecker(Protocol):
     """What the gate needs of a verifier (``rag.check.verify.SupportVerifier`` is one)."""
 
     threshold: float
-    # True when scoring asks the generator (an LLM judge): the generator is busy until the answer
-    # is complete, so nothing is decided, and nothing sent, while it streams
-    uses_generator: bool
+
+    @property
+    def uses_generator(self) -> bool:
+        """True when scoring asks the generator (an LLM judge): the generator is busy until the
+        answer is complete, so nothing is decided, and nothing sent, while it streams."""
 
     def score_sentences(
         self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit], question: str | None = None
