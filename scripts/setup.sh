@@ -13,6 +13,11 @@ if sys.version_info[:2] != (3, 11):
     sys.exit(f"medcite needs Python 3.11, found {sys.version.split()[0]}; set PYTHON=python3.11")
 PY
 
+# A venv whose creation was interrupted has a python but no pip: make it again.
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+    echo "$VENV is incomplete (no pip; its creation was interrupted?); creating it again"
+    rm -rf "$VENV"
+fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
 "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
