@@ -31,7 +31,7 @@ from core.types import Chunk, Message
 from rag.check.plain_text import plain_text
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Generator
-from rag.rerank.evidence import heading
+from rag.rerank.evidence import cut_at_word, heading
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +46,7 @@ def judge_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
     """The judge's chat for one (question, sentence, passage); the first three turns depend on
     the passage and the question only, so they are shared by every sentence citing it."""
     title = heading(chunk)
-    body = plain_text(chunk.text)
-    if len(body) > PASSAGE_CHARS:  # cut at a word boundary: never half a number
-        cut = body.rfind(" ", 0, PASSAGE_CHARS)
-        body = body[: cut if cut > PASSAGE_CHARS // 2 else PASSAGE_CHARS]
-    passage = (f"{title}\n" if title else "") + body
+    passage = (f"{title}\n" if title else "") + cut_at_word(plain_text(chunk.text), PASSAGE_CHARS)
     return [
         Message("system", SYSTEM),
         Message("user", READ.format(passage=passage, question=question)),

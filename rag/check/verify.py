@@ -254,9 +254,9 @@ class SupportVerifier:
     ) -> list[PairSupport]:
         """Support of each ``(claim, passage)``; all texts are embedded in one batch.
 
-        With an answer judge and the ``question``, support is the judge's P(yes) for the pairs
-        that pass the rule checks and 0 for the others (``rag.check.answer_judge``): the support
-        model is not asked, and a listed or quoted entry is judged like any other sentence.
+        With an answer judge and the ``question``, support is then the judge's P(yes) for the
+        pairs that pass the rule checks and reach the judge's floor, 0 for the others
+        (``_answered``); a listed or quoted entry is judged like any other sentence.
         """
         # keyed by the chunk, not its id: sentence selection cuts one chunk into pieces that share it
         units = {c: passage_units(c) for _, c in pairs}
@@ -265,7 +265,6 @@ class SupportVerifier:
         row = {text: i for i, text in enumerate(texts)}
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
         judge_alive = self.judge is not None
-        answering = self.answer_judge is not None and question is not None
         modelled = self._model_probabilities(pairs)
         out = []
         for i, (claim, chunk) in enumerate(pairs):
@@ -295,14 +294,15 @@ class SupportVerifier:
             support *= 1.0 if checks_ok else CHECK_PENALTY
             out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed,
                                    names_ok, scope_ok, copy_ok))  # fmt: skip
-        return self._answered(out, pairs, question) if answering else out
+        return self._answered(out, pairs, question)
 
     def _answered(
         self, scored: list[PairSupport], pairs: Sequence[tuple[str, Chunk]], question: str | None
     ) -> list[PairSupport]:
         """``scored`` with the answer judge's P(yes) as the support of each pair that passes the
         rule checks and whose support already reaches the judge's ``floor``; 0 for the others
-        (the judge cannot overrule a wrong number, nor a passage the support model rejects)."""
+        (the judge cannot overrule a wrong number, nor a passage the support model rejects).
+        Without a judge or a question, ``scored`` as it is."""
         if self.answer_judge is None or question is None:
             return scored
         floor = self.answer_judge.floor

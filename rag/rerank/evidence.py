@@ -34,13 +34,20 @@ def heading(chunk: Chunk) -> str:
     return " > ".join((chunk.title, *chunk.section)) if chunk.title else " > ".join(chunk.section)
 
 
+def cut_at_word(text: str, max_chars: int) -> str:
+    """``text`` cut to at most ``max_chars`` at a word boundary, so a model never sees half a word
+    (or half a dose); cut mid-word only when the last space is in the first half."""
+    if len(text) <= max_chars:
+        return text
+    cut = text.rfind(" ", 0, max_chars)
+    return text[: cut if cut > max_chars // 2 else max_chars]
+
+
 def passage_text(chunk: Chunk, max_chars: int | None = None) -> str:
     """The text a reranker judges: title and section give context the body often omits."""
     body = chunk.text
     if max_chars is not None and len(body) > max_chars:
-        # Cut at a word boundary so the model never sees half a word (or half a dose).
-        cut = body.rfind(" ", 0, max_chars)
-        body = body[: cut if cut > max_chars // 2 else max_chars].rstrip() + " …"
+        body = cut_at_word(body, max_chars).rstrip() + " …"
     head = heading(chunk)
     return f"{head}\n{body}" if head else body
 
