@@ -58,9 +58,9 @@ def query_vectors() -> np.ndarray:
     key = bench_dir() / "query_vectors.json"
     if path.is_file() and key.is_file() and json.loads(key.read_text()) == questions:
         return np.load(path, allow_pickle=False)
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
 
-    vectors = SentenceTransformerEmbedder(threads=1).embed(questions)
+    vectors = MiniLmEmbedder(threads=1).embed(questions)
     np.save(path, vectors, allow_pickle=False)
     key.write_text(json.dumps(questions))
     return vectors

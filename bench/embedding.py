@@ -1,4 +1,5 @@
-"""Embedding throughput of the default embedder with and without length-sorted batching.
+"""Embedding throughput of the default embedder: with and without length-sorted batching, and
+the plain-torch encoder (``indexes/minilm.py``) against sentence-transformers on the same texts.
 
 A fixed seeded sample of real chunks (their indexed texts, as the index build embeds them) goes
 through ``indexes.embedding_cache.embed_cached`` (an empty temporary cache each time, so
@@ -7,6 +8,10 @@ blocks and the two orders alternate per block (ABBA), so drift in machine load h
 Torch uses every core, as an index build does. sentence-transformers already sorts the texts of
 each ``encode`` call by length, so the global sort only changes which texts share a 256-text
 cache batch (and so how much each model batch pads).
+
+The implementations are compared the same way (ABBA blocks, one process, every core):
+sentence-transformers ``encode`` against :class:`indexes.embedder.MiniLmEmbedder`, with the
+largest absolute difference between their vectors.
 """
 
 from __future__ import annotations
@@ -40,14 +45,14 @@ def sample_texts(n: int) -> list[str]:
 def run(n: int = SAMPLE) -> dict[str, Any]:
     import torch
 
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
     from indexes.embedding_cache import embed_cached
 
     texts = sample_texts(n)
-    embedder = SentenceTransformerEmbedder(threads=os.cpu_count())
+    embedder = MiniLmEmbedder(threads=os.cpu_count())
     embedder.embed(["warm up"])
     torch.set_num_threads(os.cpu_count() or 1)  # an earlier benchmark in this process may have set 1
-    wordpieces = [len(ids) for ids in embedder._model.tokenizer(texts)["input_ids"]]
+    wordpieces = [len(e.ids) for e in embedder._tokenizer.encode_batch(texts)]
     seconds = {"unsorted": 0.0, "sorted": 0.0}
     per_block: list[dict[str, float]] = []
     size = -(-n // BLOCKS)
@@ -76,4 +81,39 @@ def run(n: int = SAMPLE) -> dict[str, Any]:
         "chunks_per_s": {k: round(n / v, 1) for k, v in seconds.items()},
         "speedup_sorted": round(seconds["unsorted"] / seconds["sorted"], 3),
         "per_block_seconds": per_block,
+        "implementations": implementations(embedder, texts),
+    }
+
+
+def implementations(embedder: Any, texts: list[str]) -> dict[str, Any]:
+    """Chunks/s of sentence-transformers and of medcite's encoder on ``texts``, ABBA blocks."""
+    import sentence_transformers
+
+    from indexes.embedder import packaged_minilm_dir
+
+    reference = sentence_transformers.SentenceTransformer(str(packaged_minilm_dir()), device="cpu")
+    reference.encode(["warm up"])
+    encode = {
+        "sentence-transformers": lambda block: reference.encode(
+            block, batch_size=embedder.batch_size, normalize_embeddings=True, convert_to_numpy=True
+        ),
+        "medcite (plain torch)": embedder.embed,
+    }
+    seconds = dict.fromkeys(encode, 0.0)
+    largest = 0.0
+    size = -(-len(texts) // BLOCKS)
+    for b in range(BLOCKS):
+        block = texts[b * size : (b + 1) * size]
+        names = list(encode) if b % 2 == 0 else list(reversed(encode))
+        vectors = {}
+        for name in names:
+            t0 = time.perf_counter()
+            vectors[name] = np.asarray(encode[name](block), dtype=np.float32)
+            seconds[name] += time.perf_counter() - t0
+        largest = max(largest, float(np.abs(vectors[names[0]] - vectors[names[1]]).max()))
+    return {
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "chunks_per_s": {k: round(len(texts) / v, 1) for k, v in seconds.items()},
+        "max_abs_difference": largest,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }

@@ -35,7 +35,7 @@ from bench.dense import vectors_of
 from bench.materialize import folders, open_bench_index
 from indexes import text
 from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 from indexes.store import load_index
 from rag.indexing import make_retriever
 
@@ -50,7 +50,7 @@ def serve_child(args: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"rss_after_imports_mb": round(rss_mb(), 1)}
     with PeakSampler() as sampler:
         t0 = time.perf_counter()
-        embedder = SentenceTransformerEmbedder(threads=1)
+        embedder = MiniLmEmbedder(threads=1)
         fingerprint = embedder.fingerprint()  # loads the model and hashes its weights
         set_threads(1)  # torch is imported now
         out["embedder_load_s"] = round(time.perf_counter() - t0, 2)

@@ -112,12 +112,12 @@ def make_vectors(size: str, out: Path) -> dict[str, Any]:
 
 def make_queries(out: Path) -> dict[str, Any]:
     from bench.query_latency import sample_questions
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
 
     paths = Paths.from_env()
     questions = sample_questions(paths, "medquad", N_QUESTIONS, corpus.SEED)
     questions += sample_questions(paths, "bioasq", N_QUESTIONS, corpus.SEED)
-    vectors = SentenceTransformerEmbedder(threads=2).embed(questions)
+    vectors = MiniLmEmbedder(threads=2).embed(questions)
     np.save(out, np.asarray(vectors, dtype=np.float32), allow_pickle=False)
     return {"medquad": N_QUESTIONS, "bioasq": N_QUESTIONS, "seed": corpus.SEED}
 

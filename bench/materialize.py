@@ -29,7 +29,7 @@ from core.types import Chunk
 from indexes.bm25 import Bm25Params, Bm25sIndex
 from indexes.chunkstore import ChunkStore, write_chunks
 from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR, LoadedIndex, load_index
 from indexes.text import tokenizer_config
@@ -59,7 +59,7 @@ def open_bench_index(
     folder: Path, *, with_embedder: bool, checksums: bool = False
 ) -> tuple[LoadedIndex, Any]:
     """Load a benchmark folder with the project's loader and, if asked, a 1-thread query embedder."""
-    embedder = SentenceTransformerEmbedder(threads=1) if with_embedder else None
+    embedder = MiniLmEmbedder(threads=1) if with_embedder else None
     fingerprint = embedder.fingerprint() if embedder is not None else None
     return load_index(folder, embedder_fingerprint=fingerprint, checksums=checksums), embedder
 

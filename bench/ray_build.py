@@ -39,14 +39,14 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
     from corpora.chunking import WordpieceSpans
     from corpora.engine import BuildEngine, LocalEngine
     from corpora.engine_ray import RayEngine
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
 
     engine_name, workers = RUNS[args["run"]]
     folder = WORK / args["run"]
     shutil.rmtree(folder, ignore_errors=True)
     paths = Paths.from_env()
     sources = [open_source(name, paths) for name in args["sources"]]
-    embedder = SentenceTransformerEmbedder()
+    embedder = MiniLmEmbedder()
     spans = WordpieceSpans(embedder.model_path / "tokenizer.json")
     engine: BuildEngine = LocalEngine() if engine_name == "local" else RayEngine(workers=workers)
     load_before = os.getloadavg()

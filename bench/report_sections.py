@@ -417,6 +417,24 @@ def embedding(e: dict[str, Any]) -> list[str]:
         "regroups texts across calls. The rate depends on what else runs: the first default index build, "
         "on an idle machine, embedded 53 chunks/s unsorted and 67 sorted (Index builds, below).",
         "",
+        *implementations(e.get("implementations")),
+    ]
+
+
+def implementations(i: dict[str, Any] | None) -> list[str]:
+    if not i:
+        return []
+    rows = [f"| {name} | {i['seconds'][name]:.1f} | {rate:.1f} |" for name, rate in i["chunks_per_s"].items()]
+    return [
+        "The same texts through sentence-transformers and through medcite's plain-torch encoder "
+        f"(`indexes/minilm.py`), alternating blocks (load average {i['load_average'][0]} at the end):",
+        "",
+        "| implementation | seconds | chunks/s |",
+        "|---|---:|---:|",
+        *rows,
+        "",
+        f"Largest difference between their vectors: {i['max_abs_difference']:.1e}.",
+        "",
     ]
 
 

@@ -29,7 +29,7 @@ LEXICAL_BACKENDS: dict[str, str] = {
 }
 
 EMBEDDERS: dict[str, str] = {
-    "sentence-transformers": "indexes.embedder:SentenceTransformerEmbedder",
+    "minilm": "indexes.embedder:MiniLmEmbedder",
 }
 
 RERANKERS: dict[str, str] = {

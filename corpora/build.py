@@ -36,7 +36,7 @@ from indexes import text
 from indexes.bm25 import Bm25Params
 from indexes.chunkstore import ChunkStore, write_chunks
 from indexes.dense import DenseParams
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR
 
@@ -161,7 +161,7 @@ def build_index(
     *,
     spans: TokenSpans,
     tokenizer_name: str,
-    embedder: SentenceTransformerEmbedder | None,
+    embedder: MiniLmEmbedder | None,
     cache_dir: Path,
     progress: bool = True,
     engine: BuildEngine | None = None,
@@ -240,7 +240,7 @@ def _write_chunks_and_bm25(
 
 def _manifest_fields(
     sources: list[Source], config: BuildConfig, chunks: list[Chunk], counts: dict[str, Any],
-    tokenizer_name: str, embedder: SentenceTransformerEmbedder | None, stages: _Stages,
+    tokenizer_name: str, embedder: MiniLmEmbedder | None, stages: _Stages,
 ) -> dict[str, Any]:  # fmt: skip
     dense = config.dense is not None and embedder is not None
     order = ("documents", "chunks", "per_source", "embeddings_from_cache")

@@ -42,7 +42,7 @@ from core.errors import ConfigError, MedciteError
 from core.ray_runtime import connect, ray_module
 from core.types import Chunk, Document, Section
 from corpora.chunking import ChunkerConfig, TokenSpans, chunk_document
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 from indexes.embedding_cache import Embedder, embed_cached
 
 T = TypeVar("T")
@@ -264,8 +264,8 @@ class _EmbedderActor:
 def _portable(embedder: Embedder, threads: int) -> Embedder:
     """What is sent to each actor: the default embedder by its model folder (each actor loads the
     weights itself, never a pickled model); any other embedder as it is."""
-    if isinstance(embedder, SentenceTransformerEmbedder):
-        return SentenceTransformerEmbedder(
+    if isinstance(embedder, MiniLmEmbedder):
+        return MiniLmEmbedder(
             embedder.model_path, name=embedder.name, batch_size=embedder.batch_size, threads=threads
         )
     return embedder

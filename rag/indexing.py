@@ -56,7 +56,7 @@ def build_from_cli(
     from corpora.chunking import WordpieceSpans
     from corpora.engine import make_engine
     from indexes.bm25 import Bm25Params
-    from indexes.embedder import SentenceTransformerEmbedder, packaged_minilm_dir
+    from indexes.embedder import MiniLmEmbedder, packaged_minilm_dir
 
     opened = _open_sources(paths, sources, path, options, fetch)
     config = BuildConfig(
@@ -69,7 +69,7 @@ def build_from_cli(
         shards=shards,
     )
     build_engine = make_engine(engine, address=address, workers=workers)  # flag errors before any work
-    embedder = SentenceTransformerEmbedder() if dense else None
+    embedder = MiniLmEmbedder() if dense else None
     model_dir = embedder.model_path if embedder else packaged_minilm_dir()
     spans = WordpieceSpans(model_dir / "tokenizer.json")
     if skip_existing and _same_build(paths.indexes_dir / name, opened, config):
@@ -149,9 +149,9 @@ def open_index(paths: Paths, name: str, *, with_embedder: bool) -> tuple[LoadedI
     fingerprint = None
     folder = paths.indexes_dir / name
     if with_embedder and read_manifest(folder).get("embedder"):
-        from indexes.embedder import SentenceTransformerEmbedder
+        from indexes.embedder import MiniLmEmbedder
 
-        embedder = SentenceTransformerEmbedder()
+        embedder = MiniLmEmbedder()
         fingerprint = embedder.fingerprint()
     return load_index(folder, embedder_fingerprint=fingerprint), embedder
 

@@ -232,14 +232,14 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
-    from indexes.embedder import SentenceTransformerEmbedder
+    from indexes.embedder import MiniLmEmbedder
     from rag.check.support_model import ADAPTER_FILE, MANIFEST_FILE
     from rag.rerank.trained import SHIPPED_MODEL, read_manifest
 
     started = time.perf_counter()
     stats = PairStats()
     train_questions, dev_questions = training_questions(paths, config, stats)
-    embedder = SentenceTransformerEmbedder()
+    embedder = MiniLmEmbedder()
     relevance = read_manifest(SHIPPED_MODEL)
     model, tokenizer = _support_model(config, fit_config, relevance)
     windows_of = _windows_cache(tokenizer, config.window_tokens)

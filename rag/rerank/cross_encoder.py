@@ -14,6 +14,7 @@ preference, so the order equals the model's order and an evidence threshold is a
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -23,8 +24,19 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.types import Hit
-from indexes.embedder import offline_sentence_transformers
 from rag.rerank.evidence import passage_text, sort_and_renumber
+
+
+def offline_sentence_transformers(threads: int | None = None) -> Any:
+    """Import sentence-transformers for offline use (no hub calls) with an optional torch thread count."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    st = require("sentence_transformers", package="sentence-transformers", extra="dense")
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    return st
 
 
 def _check_model_folder(path: Path) -> dict[str, Any]:

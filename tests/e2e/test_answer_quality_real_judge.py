@@ -14,7 +14,7 @@ import pytest
 
 from core.paths import Paths
 from evals.answer_quality import AnswerItem, evaluate_answers
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import model_path
 
@@ -35,7 +35,7 @@ CONTRADICTING = "Insulin is the first-line drug for type 2 diabetes [1]. Metform
 
 def test_faithful_answer_scores_higher_than_a_contradicting_one(tmp_path):
     judge = LlamaCppGenerator(model_path(Paths.from_env().model_dir), n_ctx=2048)
-    embedder = SentenceTransformerEmbedder()
+    embedder = MiniLmEmbedder()
     items = [
         AnswerItem(QUESTION, FAITHFUL, (PASSAGE,), qid="faithful"),
         AnswerItem(QUESTION, CONTRADICTING, (PASSAGE,), qid="contradicting"),

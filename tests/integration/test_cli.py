@@ -74,6 +74,24 @@ def test_skip_existing_is_idempotent(bm25_index):
     assert "up to date" in out.stdout
 
 
+def test_a_bm25_query_imports_no_torch(bm25_index):
+    """A lexical query needs no model: the process that answers it never imports torch (a cold
+    start would otherwise pay for it)."""
+    script = (
+        "import sys; from medcite.cli import main\n"
+        "code = main(['retrieve', 'sepsis lactate', '--mode', 'bm25', '--name', 'om', '--json'])\n"
+        "assert not code, code\n"
+        "heavy = ('torch', 'sentence_transformers', 'llama_cpp')\n"
+        "print('loaded:', sorted(m for m in heavy if m in sys.modules))"
+    )
+    env = {**os.environ, "MEDCITE_DATA_DIR": str(bm25_index)}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("loaded: []"), result.stdout[-300:]
+
+
 @pytest.mark.parametrize(
     "args,message",
     [

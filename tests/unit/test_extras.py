@@ -8,7 +8,7 @@ import pytest
 from core.errors import MissingExtraError
 from indexes.bm25 import Bm25Params, RankBm25Index
 from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 
 
 @pytest.fixture
@@ -27,10 +27,10 @@ def test_faiss_missing_names_the_dense_extra(without):
     assert err.value.package == "faiss-cpu"
 
 
-def test_sentence_transformers_missing_names_the_dense_extra(without):
-    without("sentence_transformers")
+def test_torch_missing_names_the_dense_extra(without):
+    without("torch")
     with pytest.raises(MissingExtraError, match=r"medcite\[dense\]"):
-        SentenceTransformerEmbedder().embed(["text"])
+        MiniLmEmbedder().embed(["text"])
 
 
 def test_rank_bm25_missing_names_the_lexical_extra(without):

@@ -21,7 +21,7 @@ from corpora.catalog import open_source
 from corpora.chunking import WordpieceSpans
 from corpora.engine import BuildEngine, LocalEngine
 from corpora.engine_ray import RayEngine
-from indexes.embedder import SentenceTransformerEmbedder
+from indexes.embedder import MiniLmEmbedder
 from indexes.store import load_index
 from tests.ray_support import local_ray
 
@@ -35,7 +35,7 @@ def ray() -> Any:
 
 
 def build(folder: Path, engine: BuildEngine, *, limit: int = 6, cache: Path | None = None) -> BuildReport:
-    embedder = SentenceTransformerEmbedder()
+    embedder = MiniLmEmbedder()
     spans = WordpieceSpans(embedder.model_path / "tokenizer.json")
     source = open_source("open-medicine", Paths())
     return build_index(
