@@ -76,9 +76,13 @@ class ChunkWriter:
 
     def _event(self, choices: list[dict[str, Any]], **more: Any) -> str:
         body = {
-            "id": self.id, "object": "chat.completion.chunk", "created": self.created,
-            "model": self.model, "choices": choices, **more,
-        }  # fmt: skip
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": choices,
+            **more,
+        }
         return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
     def role(self) -> str:

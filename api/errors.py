@@ -121,9 +121,10 @@ def error_code(pydantic_type: str) -> str:
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
     """``("body", "messages", 0, "role")`` -> ``"messages.0.role"`` (union member tags left out)."""
     parts = [
-        str(p) for p in loc[1 if loc and loc[0] == "body" else 0 :]
+        str(p)
+        for p in loc[1 if loc and loc[0] == "body" else 0 :]
         if not (isinstance(p, str) and (p in _UNION_TAGS or "[" in p or "-" in p or p[:1].isupper()))
-    ]  # fmt: skip
+    ]
     return ".".join(parts)
 
 
@@ -136,8 +137,9 @@ def validation_error_body(errors: list[Any]) -> dict[str, Any]:
     if any(e.get("type") == "json_invalid" for e in errors):
         return error_body(
             "the request body is not valid JSON; send a JSON object with Content-Type: application/json",
-            "invalid_request_error", code="invalid_json",
-        )  # fmt: skip
+            "invalid_request_error",
+            code="invalid_json",
+        )
     first: dict[str, Any] = max(errors, key=lambda e: len(e.get("loc", ())), default={})
     param = field_path(first.get("loc", ())) or None
     ordered = [first, *(e for e in errors if e is not first)][:5]

@@ -55,8 +55,12 @@ class RequestContext:
         finally:
             log.info(
                 "%s %s %s %d %.1fms",
-                request_id, scope["method"], scope["path"], status, (time.perf_counter() - start) * 1000,
-            )  # fmt: skip
+                request_id,
+                scope["method"],
+                scope["path"],
+                status,
+                (time.perf_counter() - start) * 1000,
+            )
 
 
 class BodyTooLarge(HTTPException):
@@ -116,9 +120,14 @@ class BodyLimit:
         body = json.dumps(
             error_body(f"request body over the limit of {self.max_bytes} bytes", "request_too_large")
         ).encode()
-        await send({
-            "type": "http.response.start",
-            "status": 413,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        })  # fmt: skip
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

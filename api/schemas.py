@@ -122,9 +122,10 @@ class ChatRequest(BaseModel):
         if isinstance(value, list):
             if len(value) > MAX_STOPS:
                 raise PydanticCustomError(
-                    "invalid_value", "at most {limit} stop sequences are allowed, got {count}",
+                    "invalid_value",
+                    "at most {limit} stop sequences are allowed, got {count}",
                     {"limit": MAX_STOPS, "count": len(value)},
-                )  # fmt: skip
+                )
             if not all(value):
                 raise PydanticCustomError("invalid_value", "a stop sequence must not be empty")
         return value

@@ -47,9 +47,14 @@ class Served:
             if mode not in self.retrievers:
                 r = self.assembled.profile.retrieval
                 self.retrievers[mode] = make_retriever(
-                    self.assembled.index, self.assembled.embedder, mode,
-                    fusion=r.fusion, rrf_k=r.rrf_k, weights=r.weights, candidates=r.candidates,
-                )  # fmt: skip
+                    self.assembled.index,
+                    self.assembled.embedder,
+                    mode,
+                    fusion=r.fusion,
+                    rrf_k=r.rrf_k,
+                    weights=r.weights,
+                    candidates=r.candidates,
+                )
             return self.retrievers[mode]
 
 

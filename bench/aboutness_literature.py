@@ -66,14 +66,26 @@ def rule_at(rev: str) -> types.ModuleType:
 
 
 def snippet_chunk(text: str) -> Chunk:
-    return Chunk(chunk_id="", doc_id="", title="", section=(), text=text, start=0, end=len(text),
-                 source="", url="", license="")  # fmt: skip
+    return Chunk(
+        chunk_id="",
+        doc_id="",
+        title="",
+        section=(),
+        text=text,
+        start=0,
+        end=len(text),
+        source="",
+        url="",
+        license="",
+    )
 
 
 def gold_pass_rate(
-    rows: Sequence[dict[str, Any]], snippets: dict[str, str], key_terms: Callable[[str], tuple[str, ...]],
+    rows: Sequence[dict[str, Any]],
+    snippets: dict[str, str],
+    key_terms: Callable[[str], tuple[str, ...]],
     missing: Callable[[Sequence[str], Chunk], tuple[str, ...]],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Share of questions whose best gold snippet has every key term; the terms missed most."""
     passed, counted, missed = 0, 0, Counter[str]()
     for row in rows:
@@ -85,8 +97,12 @@ def gold_pass_rate(
         best = min((missing(terms, c) for c in chunks), key=len)
         passed += not best
         missed.update(best)
-    return {"questions": counted, "gold_about": passed, "rate": round(passed / max(counted, 1), 4),
-            "most_missed": missed.most_common(25)}  # fmt: skip
+    return {
+        "questions": counted,
+        "gold_about": passed,
+        "rate": round(passed / max(counted, 1), 4),
+        "most_missed": missed.most_common(25),
+    }
 
 
 def abstention_check(paths: Paths, old: types.ModuleType) -> dict[str, Any]:
@@ -106,11 +122,16 @@ def abstention_check(paths: Paths, old: types.ModuleType) -> dict[str, Any]:
             before, after = old.key_terms(item.question), aboutness.key_terms(item.question)
             if before == after:
                 continue
-            rows.append({
-                "question": item.question, "answerable": item.answerable, "before": before, "after": after,
-                "chunks_about_before": sum(not old.missing_terms(before, c) for c in chunks),
-                "chunks_about_after": sum(not aboutness.missing_terms(after, c) for c in chunks),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "question": item.question,
+                    "answerable": item.answerable,
+                    "before": before,
+                    "after": after,
+                    "chunks_about_before": sum(not old.missing_terms(before, c) for c in chunks),
+                    "chunks_about_after": sum(not aboutness.missing_terms(after, c) for c in chunks),
+                }
+            )
         out[name] = {
             "changed": len(rows),
             "unanswerable_with_a_chunk_about_it_after": sum(
@@ -144,8 +165,10 @@ def main() -> None:
         print(f"{split}: best gold snippet about its question {b:.2f} -> {n:.2f}")
     result["abstention_sets"] = abstention_check(paths, old)
     for name, entry in result["abstention_sets"].items():
-        print(f"{name}: {entry['changed']} questions' key terms changed; unanswerable ones now with a chunk "
-              f"about them: {entry['unanswerable_with_a_chunk_about_it_after']}")  # fmt: skip
+        print(
+            f"{name}: {entry['changed']} questions' key terms changed; unanswerable ones now with a chunk "
+            f"about them: {entry['unanswerable_with_a_chunk_about_it_after']}"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

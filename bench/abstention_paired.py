@@ -45,9 +45,15 @@ def _compare(a: Modes, b: Modes, entry: dict[str, Any]) -> dict[str, Any]:
         hit_a = {q for q in qids if a[q][1] == wanted}
         hit_b = {q for q in qids if b[q][1] == wanted}
         only_a, only_b = len(hit_a - hit_b), len(hit_b - hit_a)
-        entry[half] = {"outcome": wanted, "n": len(qids), "a": len(hit_a), "b": len(hit_b),
-                       "only_a": only_a, "only_b": only_b,
-                       "mcnemar_p": mcnemar_exact(only_a, only_b)}  # fmt: skip
+        entry[half] = {
+            "outcome": wanted,
+            "n": len(qids),
+            "a": len(hit_a),
+            "b": len(hit_b),
+            "only_a": only_a,
+            "only_b": only_b,
+            "mcnemar_p": mcnemar_exact(only_a, only_b),
+        }
     return entry
 
 
@@ -62,15 +68,21 @@ def paired_runs(before: Path, after: Path) -> list[dict[str, Any]]:
     """Each condition of two runs of one config (code or settings changed between them): ``a``
     is the run before, ``b`` the run after, on the questions both answered."""
     old, new = _modes(before), _modes(after)
-    return [_compare(old[c], new[c], {"condition": c, "a": str(before), "b": str(after)})
-            for c in sorted(set(old) & set(new))]  # fmt: skip
+    return [
+        _compare(old[c], new[c], {"condition": c, "a": str(before), "b": str(after)})
+        for c in sorted(set(old) & set(new))
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path)
-    parser.add_argument("--before", type=Path, default=None,
-                        help="the same config run before a change: each condition across both")  # fmt: skip
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="the same config run before a change: each condition across both",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     result = paired_runs(args.before, args.run) if args.before else paired(args.run)

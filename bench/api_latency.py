@@ -55,8 +55,10 @@ def start_server(profiles: str, port: int, env: dict[str, str] | None = None) ->
     env = {**os.environ, "MEDCITE_ENV": "development", "MEDCITE_PROFILES": profiles, **(env or {})}
     process = subprocess.Popen(
         [sys.executable, "-m", "medcite", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -97,11 +99,16 @@ async def retrieve_load(url: str, questions: list[str], clients: int, seconds: f
     wall = time.monotonic() - started
     ms = np.array(latencies) * 1000
     return {
-        "clients": clients, "seconds": round(wall, 1), "requests": len(latencies),
-        "throughput_rps": round(len(latencies) / wall, 1), "errors": errors,
-        "median_ms": round(float(np.median(ms)), 1), "p95_ms": round(float(np.percentile(ms, 95)), 1),
-        "p99_ms": round(float(np.percentile(ms, 99)), 1), "max_ms": round(float(ms.max()), 1),
-    }  # fmt: skip
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "requests": len(latencies),
+        "throughput_rps": round(len(latencies) / wall, 1),
+        "errors": errors,
+        "median_ms": round(float(np.median(ms)), 1),
+        "p95_ms": round(float(np.percentile(ms, 95)), 1),
+        "p99_ms": round(float(np.percentile(ms, 99)), 1),
+        "max_ms": round(float(ms.max()), 1),
+    }
 
 
 def chat_once(url: str, profile: str, question: str, max_tokens: int) -> dict[str, Any]:
@@ -114,9 +121,12 @@ def chat_once(url: str, profile: str, question: str, max_tokens: int) -> dict[st
     usage = None
     text = ""
     stream = client.chat.completions.create(
-        model=profile, messages=[{"role": "user", "content": question}], max_tokens=max_tokens,
-        stream=True, stream_options={"include_usage": True},
-    )  # fmt: skip
+        model=profile,
+        messages=[{"role": "user", "content": question}],
+        max_tokens=max_tokens,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             first = first if first is not None else time.perf_counter() - start
@@ -126,11 +136,16 @@ def chat_once(url: str, profile: str, question: str, max_tokens: int) -> dict[st
         if chunk.usage:
             usage = chunk.usage.model_dump()
     return {
-        "profile": profile, "question": question, "ttft_s": round(first or 0.0, 2),
-        "total_s": round(time.perf_counter() - start, 2), "mode": final["medcite"]["mode"],
-        "citations": len(final["citations"]), "stage_s": final["medcite"]["timings"],
-        "usage": usage, "answer": text,
-    }  # fmt: skip
+        "profile": profile,
+        "question": question,
+        "ttft_s": round(first or 0.0, 2),
+        "total_s": round(time.perf_counter() - start, 2),
+        "mode": final["medcite"]["mode"],
+        "citations": len(final["citations"]),
+        "stage_s": final["medcite"]["timings"],
+        "usage": usage,
+        "answer": text,
+    }
 
 
 def main() -> None:
@@ -170,14 +185,24 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=60)
     result = {
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
-        "server": {"profiles": args.profiles, "index": "default", "startup_to_ready_s": round(startup_s, 1),
-                   "rss_mb": {"ready": round(rss_start), "after_load": round(rss_after_load),
-                              "after_chat": round(rss_end)}},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "server": {
+            "profiles": args.profiles,
+            "index": "default",
+            "startup_to_ready_s": round(startup_s, 1),
+            "rss_mb": {
+                "ready": round(rss_start),
+                "after_load": round(rss_after_load),
+                "after_chat": round(rss_end),
+            },
+        },
         "retrieve_load": loads,
         "chat": chats,
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k != "chat"}, indent=2))

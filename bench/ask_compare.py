@@ -94,7 +94,7 @@ def summary(run: dict[str, Any]) -> dict[str, Any]:
         "median_total_seconds": statistics.median(a["total_seconds"] for a in answers),
         "median_rerank_seconds": stages.get("rerank", 0.0),
         "median_generate_seconds": stages.get("generate", 0.0),
-    }  # fmt: skip
+    }
 
 
 def markdown(names: tuple[str, str], runs: tuple[dict[str, Any], dict[str, Any]]) -> str:
@@ -102,8 +102,14 @@ def markdown(names: tuple[str, str], runs: tuple[dict[str, Any], dict[str, Any]]
     if [a["question"] for a in old["answers"]] != [a["question"] for a in new["answers"]]:
         raise SystemExit("the two runs asked different questions; compare runs of the same question list")
     rule = (__doc__ or "").split("\n\n")[1].replace("\n", " ")
-    lines = [f"# Ten questions: `{names[0]}` vs `{names[1]}`", "", rule,
-             "", "| | " + " | ".join(names) + " |", "|---|---|---|"]  # fmt: skip
+    lines = [
+        f"# Ten questions: `{names[0]}` vs `{names[1]}`",
+        "",
+        rule,
+        "",
+        "| | " + " | ".join(names) + " |",
+        "|---|---|---|",
+    ]
     sums = [summary(r) for r in runs]
     for key in sums[0]:
         cells = [f"{s[key]:.2f}" if isinstance(s[key], float) else str(s[key]) for s in sums]
@@ -114,8 +120,10 @@ def markdown(names: tuple[str, str], runs: tuple[dict[str, Any], dict[str, Any]]
         for answer in (a, b):
             s, n = supported(answer)
             text = " ".join((answer.get("answer") or "").split())[:160].replace("|", "/")
-            cells.append(f"**{verdict(answer)}** ({answer['mode']}, {s}/{n} supported, "
-                         f"{answer['total_seconds']:.1f} s): {text}")  # fmt: skip
+            cells.append(
+                f"**{verdict(answer)}** ({answer['mode']}, {s}/{n} supported, "
+                f"{answer['total_seconds']:.1f} s): {text}"
+            )
         lines.append(f"| {a['question']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

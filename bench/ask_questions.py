@@ -93,8 +93,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=Path("docs/results/ask_10_questions.json"))
-    parser.add_argument("--questions", type=Path, default=None,
-                        help="a text file with one question a line, instead of the ten built in")  # fmt: skip
+    parser.add_argument(
+        "--questions",
+        type=Path,
+        default=None,
+        help="a text file with one question a line, instead of the ten built in",
+    )
     parser.add_argument(
         "--sentence-budget", type=int, default=None, help="override the profile's [rerank] sentence_budget"
     )

@@ -131,10 +131,13 @@ def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             continue
         counts = Counter(r["outcome"] for r in rows)
         out[kind] = {"n": len(rows)} | {
-            name: {"count": k, "share": round(k / len(rows), 4),
-                   "wilson95": [round(x, 4) for x in wilson_interval(k, len(rows))]}
+            name: {
+                "count": k,
+                "share": round(k / len(rows), 4),
+                "wilson95": [round(x, 4) for x in wilson_interval(k, len(rows))],
+            }
             for name, k in sorted(counts.items())
-        }  # fmt: skip
+        }
     return out
 
 

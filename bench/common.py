@@ -25,9 +25,17 @@ import numpy as np
 
 RESULTS_DIR = Path("docs/results/bench")
 PACKAGES = (
-    "numpy", "faiss-cpu", "bm25s", "rank-bm25", "langchain-community", "langchain-core",
-    "torch", "sentence-transformers", "llama_cpp_python", "psutil",
-)  # fmt: skip
+    "numpy",
+    "faiss-cpu",
+    "bm25s",
+    "rank-bm25",
+    "langchain-community",
+    "langchain-core",
+    "torch",
+    "sentence-transformers",
+    "llama_cpp_python",
+    "psutil",
+)
 
 
 # -- statistics -------------------------------------------------------------------------------

@@ -44,8 +44,13 @@ def main() -> None:
     items = load_freetext("abstention-default-dev", paths)
     index, embedder = open_index(paths, profile.index, with_embedder=True)
     try:
-        retriever = make_retriever(index, embedder, profile.retrieval.mode, fusion=profile.retrieval.fusion,
-                                   candidates=profile.retrieval.candidates)  # fmt: skip
+        retriever = make_retriever(
+            index,
+            embedder,
+            profile.retrieval.mode,
+            fusion=profile.retrieval.fusion,
+            candidates=profile.retrieval.candidates,
+        )
         reranker = TrainedReranker()
         best: dict[str, float] = {}
         for item in tqdm(items, desc="dev questions", unit="q"):
@@ -55,14 +60,25 @@ def main() -> None:
         index.close()
     yes = np.array([best[i.qid] for i in items if i.answerable])
     no = np.array([best[i.qid] for i in items if not i.answerable])
-    table = [{"threshold": t, "answerable_keep_evidence": float(np.mean(yes >= t)),
-              "unanswerable_keep_none": float(np.mean(no < t))} for t in GRID]  # fmt: skip
-    chosen = max((row for row in table if row["answerable_keep_evidence"] >= KEEP_ANSWERABLE),
-                 key=lambda row: row["threshold"], default=table[0])  # fmt: skip
+    table = [
+        {
+            "threshold": t,
+            "answerable_keep_evidence": float(np.mean(yes >= t)),
+            "unanswerable_keep_none": float(np.mean(no < t)),
+        }
+        for t in GRID
+    ]
+    chosen = max(
+        (row for row in table if row["answerable_keep_evidence"] >= KEEP_ANSWERABLE),
+        key=lambda row: row["threshold"],
+        default=table[0],
+    )
     result = {
-        "dataset": "abstention-default-dev", "answerable": len(yes), "unanswerable": len(no),
+        "dataset": "abstention-default-dev",
+        "answerable": len(yes),
+        "unanswerable": len(no),
         "rule": f"highest threshold keeping evidence for >= {KEEP_ANSWERABLE:.0%} of answerable dev "
-                "questions",
+        "questions",
         "chosen": chosen,
         "best_probability_quantiles": {
             "answerable": {q: float(np.quantile(yes, q / 100)) for q in (5, 10, 25, 50)},
@@ -71,7 +87,7 @@ def main() -> None:
         "table": table,
         "environment": {"python": platform.python_version(), "machine": platform.machine()},
         "command": "python -m bench.evidence_threshold",
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("chosen", "best_probability_quantiles")}, indent=1))

@@ -35,7 +35,7 @@ from bench.common import (
     run_child,
     set_threads,
     summarize,
-)  # fmt: skip
+)
 from bench.lexical_contenders import PARAMS, Contender, K, agreement, bm25s_scores, build, real_inputs
 from bench.materialize import bench_dir, folders, open_bench_index
 from core.paths import Paths
@@ -186,9 +186,11 @@ def _ratios_vs_medcite(latency: dict[str, dict[str, float]]) -> dict[str, dict[s
 
 
 def _agreement(
-    results: dict[str, list[list[str]]], scorers: dict[str, Callable[[str], np.ndarray]], queries: list[str],
+    results: dict[str, list[list[str]]],
+    scorers: dict[str, Callable[[str], np.ndarray]],
+    queries: list[str],
     ids: list[str],
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """Top-10 agreement of medcite, rank-bm25, LangChain and the Okapi-idf bm25s, pair by pair."""
     pairs = [("medcite-bm25s", "rank-bm25"), ("medcite-bm25s", "langchain-bm25")]
     pairs += [("rank-bm25", "langchain-bm25"), ("bm25s-robertson", "rank-bm25")]

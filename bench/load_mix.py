@@ -41,9 +41,11 @@ class Tally:
     def summary(self, wall_s: float) -> dict[str, Any]:
         ok = len(self.latencies_s)
         out: dict[str, Any] = {
-            "completed": ok, "refused_429": self.refused, "errors": dict(self.errors),
+            "completed": ok,
+            "refused_429": self.refused,
+            "errors": dict(self.errors),
             "throughput_per_s": round(ok / wall_s, 2),
-        }  # fmt: skip
+        }
         for name, values in (("latency_ms", self.latencies_s), ("first_byte_ms", self.first_byte_s)):
             if values:
                 out[name] = {f"p{q}": round(percentile(values, q) * 1000, 1) for q in (50, 90, 95, 99)} | {
@@ -68,8 +70,10 @@ async def _chat(
     http: httpx.AsyncClient, headers: dict[str, str], question: str, max_tokens: int, tally: Tally
 ) -> None:
     body = {
-        "messages": [{"role": "user", "content": question}], "stream": True, "max_tokens": max_tokens,
-    }  # fmt: skip
+        "messages": [{"role": "user", "content": question}],
+        "stream": True,
+        "max_tokens": max_tokens,
+    }
     start = time.perf_counter()
     async with http.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response:
         if response.status_code == 429:
@@ -137,7 +141,11 @@ async def mixed_load(
     await asyncio.gather(*(client(n) for n in range(clients)))
     wall = time.monotonic() - started  # past `seconds` by the requests still running at the end
     return {
-        "clients": clients, "seconds": seconds, "wall_s": round(wall, 1), "chat_share": chat_share,
-        "max_tokens": max_tokens, **{kind: t.summary(wall) for kind, t in tallies.items()},
+        "clients": clients,
+        "seconds": seconds,
+        "wall_s": round(wall, 1),
+        "chat_share": chat_share,
+        "max_tokens": max_tokens,
+        **{kind: t.summary(wall) for kind, t in tallies.items()},
         "errors_total": sum(sum(t.errors.values()) for t in tallies.values()),
-    }  # fmt: skip
+    }

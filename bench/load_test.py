@@ -60,10 +60,20 @@ def main() -> None:
         rss_ready = rss_mb(server.pid)
         loads, rss_after_phase = [], []
         for phase in range(args.phases):  # memory that keeps growing phase after phase would be a leak
-            loads.append(asyncio.run(
-                mixed_load(url, KEYS, questions, clients=args.clients, seconds=args.seconds,
-                           chat_share=args.chat_share, max_tokens=args.max_tokens, seed=phase)
-            ))  # fmt: skip
+            loads.append(
+                asyncio.run(
+                    mixed_load(
+                        url,
+                        KEYS,
+                        questions,
+                        clients=args.clients,
+                        seconds=args.seconds,
+                        chat_share=args.chat_share,
+                        max_tokens=args.max_tokens,
+                        seed=phase,
+                    )
+                )
+            )
             rss_after_phase.append(round(rss_mb(server.pid)))
         rss_after = rss_after_phase[-1]
         ready = httpx.get(f"{url}/ready", timeout=30).json()
@@ -73,13 +83,20 @@ def main() -> None:
     result = {
         "machine": machine_info(),
         "loadavg_1min_at_end": round(os.getloadavg()[0], 2),
-        "server": {"profile": args.profile, "index": "default", "queue_at_end": ready["queue"],
-                   "rss_mb": {"after_retrieval_warmup": round(rss_retrieval_warm),
-                              "after_first_answer": round(rss_ready), "after_each_phase": rss_after_phase,
-                              "growth_under_load": round(rss_after - rss_ready)}},
+        "server": {
+            "profile": args.profile,
+            "index": "default",
+            "queue_at_end": ready["queue"],
+            "rss_mb": {
+                "after_retrieval_warmup": round(rss_retrieval_warm),
+                "after_first_answer": round(rss_ready),
+                "after_each_phase": rss_after_phase,
+                "growth_under_load": round(rss_after - rss_ready),
+            },
+        },
         "load": loads,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    }  # fmt: skip
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

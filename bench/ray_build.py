@@ -53,26 +53,36 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     with PeakSampler(0.5, read=tree_rss_mb) as sampler:
         report = build_index(
-            sources, BuildConfig(name="bench", shards=args["shards"]), folder / "indexes",
-            spans=spans, tokenizer_name=spans.name, embedder=embedder,
-            cache_dir=folder / "cache", progress=False, engine=engine,
-        )  # fmt: skip
+            sources,
+            BuildConfig(name="bench", shards=args["shards"]),
+            folder / "indexes",
+            spans=spans,
+            tokenizer_name=spans.name,
+            embedder=embedder,
+            cache_dir=folder / "cache",
+            progress=False,
+            engine=engine,
+        )
     wall = time.perf_counter() - started
     manifest = report.manifest
     seconds = manifest["build"]["seconds"]
     chunks = manifest["counts"]["chunks"]
     shutil.rmtree(folder, ignore_errors=True)
     return {
-        "run": args["run"], "engine": engine_name, "workers": workers, "chunks": chunks,
+        "run": args["run"],
+        "engine": engine_name,
+        "workers": workers,
+        "chunks": chunks,
         "embedded": chunks - manifest["counts"]["embeddings_from_cache"],
-        "wall_s": round(wall, 1), "build_s": round(seconds["total"], 1),
+        "wall_s": round(wall, 1),
+        "build_s": round(seconds["total"], 1),
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
         "chunks_per_s": round(chunks / seconds["total"], 2),
         "embed_chunks_per_s": round(chunks / seconds["embed"], 2),
         "peak_tree_rss_mb": round(sampler.peak_mb, 1),
         "driver_peak_rss_mb": round(manifest["build"]["peak_rss_mb"], 1),
         "load_average_1m": {"before": round(load_before[0], 2), "after": round(os.getloadavg()[0], 2)},
-    }  # fmt: skip
+    }
 
 
 def summary(runs: dict[str, dict[str, Any]]) -> dict[str, Any]:

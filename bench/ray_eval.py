@@ -53,8 +53,15 @@ def prepare(n: int) -> tuple[Any, Any]:
     paths = Paths.from_env().model_copy(update={"data_dir": WORK / "index"})
     build_from_cli(paths, sources=["open-medicine"], limit=200, dense=None, progress=False)
     grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1], "closed_book": True}
-    config = EvalConfig.model_validate({"name": "ray-eval", "profile": "fast", "seed": 0, "grid": grid,
-                                        "mcq": [{"dataset": "medqa", "n": n}]})  # fmt: skip
+    config = EvalConfig.model_validate(
+        {
+            "name": "ray-eval",
+            "profile": "fast",
+            "seed": 0,
+            "grid": grid,
+            "mcq": [{"dataset": "medqa", "n": n}],
+        }
+    )
     return paths, config
 
 
@@ -73,9 +80,23 @@ def servers(model: Path, ports: tuple[int, ...]) -> Any:
         urls = []
         for port in ports:
             log = stack.enter_context((WORK / f"server-{port}.log").open("w"))
-            cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                   "--port", str(port), "--n_threads", "1", "--n_threads_batch", "1",
-                   "--n_ctx", "4096"]  # fmt: skip
+            cmd = [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(model),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_threads",
+                "1",
+                "--n_threads_batch",
+                "1",
+                "--n_ctx",
+                "4096",
+            ]
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
             stack.callback(proc.wait, 30)
             stack.callback(proc.terminate)
@@ -132,8 +153,11 @@ def agreements(results: dict[str, Any]) -> dict[str, Any]:
             keys = reference["predictions"].keys() & run["predictions"].keys()
             same = sum(run["predictions"][k] == reference["predictions"][k] for k in keys)
             run["same_predictions_as_local"] = round(same / len(keys), 4)
-            diffs = [abs(p - reference["option_probs"][k].get(letter, 0.0))
-                     for k in keys for letter, p in run["option_probs"][k].items()]  # fmt: skip
+            diffs = [
+                abs(p - reference["option_probs"][k].get(letter, 0.0))
+                for k in keys
+                for letter, p in run["option_probs"][k].items()
+            ]
             run["max_option_prob_diff_vs_local"] = round(max(diffs, default=0.0), 4)
     return results
 
@@ -153,8 +177,12 @@ def main() -> None:
 
     paths, config = prepare(args.n)
     gguf = model_path(Paths.from_env().model_dir, DEFAULT_GENERATOR)
-    results: dict[str, Any] = {"n_mcq": args.n, "conditions": ["closed-book", "rag/default/bm25/none/k=1"],
-                               "model": gguf.name, "runs": []}  # fmt: skip
+    results: dict[str, Any] = {
+        "n_mcq": args.n,
+        "conditions": ["closed-book", "rag/default/bm25/none/k=1"],
+        "model": gguf.name,
+        "runs": [],
+    }
     import ray
 
     start = time.perf_counter()

@@ -76,9 +76,14 @@ def medquad_validation(
 
 
 def candidate_rows(
-    name: str, index_name: str, queries: dict[str, str], qrels: dict[str, dict[str, int]], paths: Paths,
-    reranker: Any, depth: int,
-) -> list[dict[str, Any]]:  # fmt: skip
+    name: str,
+    index_name: str,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    paths: Paths,
+    reranker: Any,
+    depth: int,
+) -> list[dict[str, Any]]:
     """Per query with a relevant document: its hybrid list, the top ``depth`` with features."""
     index, embedder = open_index(paths, index_name, with_embedder=True)
     try:
@@ -88,16 +93,30 @@ def candidate_rows(
             [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())], desc=name, unit="q"
         ):
             text = queries[qid]
-            ranks = {m: {h.chunk.chunk_id: (i + 1, h.score) for i, h in enumerate(r[m].retrieve(text, POOL))}
-                     for m in ("bm25", "dense")}  # fmt: skip
+            ranks = {
+                m: {h.chunk.chunk_id: (i + 1, h.score) for i, h in enumerate(r[m].retrieve(text, POOL))}
+                for m in ("bm25", "dense")
+            }
             hybrid = r["hybrid"].retrieve(text, POOL)
             logits = reranker.logits(text, [passage_text(h.chunk) for h in hybrid[:depth]])
-            top = [{"doc": h.chunk.doc_id, "logit": float(logits[i]), "log_rank": float(np.log(i + 1)),
+            top = [
+                {
+                    "doc": h.chunk.doc_id,
+                    "logit": float(logits[i]),
+                    "log_rank": float(np.log(i + 1)),
                     "log_bm25_rank": float(np.log(ranks["bm25"].get(h.chunk.chunk_id, (POOL + 1, 0))[0])),
-                    "log_dense_rank": float(np.log(ranks["dense"].get(h.chunk.chunk_id, (POOL + 1, 0))[0]))}
-                   for i, h in enumerate(hybrid[:depth])]  # fmt: skip
-            rows.append({"qid": qid, "qrels": qrels[qid], "top": top,
-                         "rest": [h.chunk.doc_id for h in hybrid[depth:]]})  # fmt: skip
+                    "log_dense_rank": float(np.log(ranks["dense"].get(h.chunk.chunk_id, (POOL + 1, 0))[0])),
+                }
+                for i, h in enumerate(hybrid[:depth])
+            ]
+            rows.append(
+                {
+                    "qid": qid,
+                    "qrels": qrels[qid],
+                    "top": top,
+                    "rest": [h.chunk.doc_id for h in hybrid[depth:]],
+                }
+            )
         return rows
     finally:
         index.close()
@@ -128,9 +147,10 @@ def fit(rows: list[dict[str, Any]], features: tuple[str, ...]) -> dict[str, floa
 def variants(validation: dict[str, list[dict[str, Any]]], shipped: dict[str, Any]) -> dict[str, Any]:
     a, b = (float(w) for w in shipped["weights"])
     out: dict[str, dict[str, float] | None] = {
-        "hybrid (no reranking)": None, "logit alone": {"logit": 1.0},
+        "hybrid (no reranking)": None,
+        "logit alone": {"logit": 1.0},
         "shipped: logit+rank on bioasq-val": {"logit": a, "log_rank": b},
-    }  # fmt: skip
+    }
     fit_sets = {**validation, "both": [r for rows in validation.values() for r in rows]}
     for fit_name, rows in fit_sets.items():
         for feature_name, features in FEATURES.items():
@@ -138,8 +158,11 @@ def variants(validation: dict[str, list[dict[str, Any]]], shipped: dict[str, Any
     return out
 
 
-def evaluate(validation: dict[str, list[dict[str, Any]]], tests: dict[str, list[dict[str, Any]]],
-             shipped: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+def evaluate(
+    validation: dict[str, list[dict[str, Any]]],
+    tests: dict[str, list[dict[str, Any]]],
+    shipped: dict[str, Any],
+) -> dict[str, Any]:
     results: dict[str, Any] = {}
     base = {name: ndcg10(rows, None) for name, rows in tests.items()}
     for label, weights in variants(validation, shipped).items():
@@ -158,27 +181,41 @@ def evaluate(validation: dict[str, list[dict[str, Any]]], tests: dict[str, list[
 def markdown(results: dict[str, Any], counts: dict[str, int], depth: int) -> str:
     val_names = [n for n in next(iter(results.values()))["validation"]]
     test_names = list(next(iter(results.values()))["test"])
-    lines = ["# Reranker blends: which calibration, fitted where", "",
-             f"Hybrid top {depth} reordered by each blend; queries: "
-             + ", ".join(f"{n} {c}" for n, c in counts.items()) + ". Validation nDCG@10 is in-sample for "
-             "the fitted blends (they were fitted there). Test: nDCG@10 and the difference to hybrid "
-             "(paired bootstrap 95% CI). All variants are shown on test, so picking one by its test "
-             "column is tuning on the test set; pick by validation.", "",
-             "| blend | " + " | ".join(f"val {n}" for n in val_names) + " | "
-             + " | ".join(f"test {n}" for n in test_names) + " |",
-             "|---|" + "---|" * (len(val_names) + len(test_names))]  # fmt: skip
+    lines = [
+        "# Reranker blends: which calibration, fitted where",
+        "",
+        f"Hybrid top {depth} reordered by each blend; queries: "
+        + ", ".join(f"{n} {c}" for n, c in counts.items())
+        + ". Validation nDCG@10 is in-sample for "
+        "the fitted blends (they were fitted there). Test: nDCG@10 and the difference to hybrid "
+        "(paired bootstrap 95% CI). All variants are shown on test, so picking one by its test "
+        "column is tuning on the test set; pick by validation.",
+        "",
+        "| blend | "
+        + " | ".join(f"val {n}" for n in val_names)
+        + " | "
+        + " | ".join(f"test {n}" for n in test_names)
+        + " |",
+        "|---|" + "---|" * (len(val_names) + len(test_names)),
+    ]
     for label, e in results.items():
         val = [f"{e['validation'][n]:.3f}" for n in val_names]
-        test = [f"{t['ndcg10']:.3f} ({t['diff']:+.3f}, {t['low']:+.3f}..{t['high']:+.3f})"
-                for t in e["test"].values()]  # fmt: skip
+        test = [
+            f"{t['ndcg10']:.3f} ({t['diff']:+.3f}, {t['low']:+.3f}..{t['high']:+.3f})"
+            for t in e["test"].values()
+        ]
         lines.append(f"| {label} | " + " | ".join(val + test) + " |")
     best = max(results, key=lambda label: results[label]["validation"]["macro"])
-    tests = ", ".join(f"{n} {t['diff']:+.3f} ({t['low']:+.3f}..{t['high']:+.3f})"
-                      for n, t in results[best]["test"].items())  # fmt: skip
+    tests = ", ".join(
+        f"{n} {t['diff']:+.3f} ({t['low']:+.3f}..{t['high']:+.3f})" for n, t in results[best]["test"].items()
+    )
     lines += ["", f"Chosen by validation (best macro nDCG@10): **{best}**; against hybrid on test: {tests}."]
     lines += ["", "Weights (logistic regression; the bias does not change the order):", ""]
-    lines += [f"- {label}: " + ", ".join(f"{f} {w:+.3f}" for f, w in e["weights"].items())
-              for label, e in results.items() if e["weights"]]  # fmt: skip
+    lines += [
+        f"- {label}: " + ", ".join(f"{f} {w:+.3f}" for f, w in e["weights"].items())
+        for label, e in results.items()
+        if e["weights"]
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -193,15 +230,22 @@ def main() -> None:
     paths = Paths.from_env()
     reranker = TrainedReranker(args.model)
     config = PairConfig(**reranker.manifest["pair_config"])  # the model's own training split
-    plan = {"bioasq-val": ("bioasq-snippets", partial(bioasq_validation, config=config)),
-            "medquad-val": ("medquad", partial(medquad_validation, config=config)),
-            "bioasq-11b": ("bioasq-snippets", bioasq_11b), "liveqa-medquad": ("medquad", liveqa)}  # fmt: skip
+    plan = {
+        "bioasq-val": ("bioasq-snippets", partial(bioasq_validation, config=config)),
+        "medquad-val": ("medquad", partial(medquad_validation, config=config)),
+        "bioasq-11b": ("bioasq-snippets", bioasq_11b),
+        "liveqa-medquad": ("medquad", liveqa),
+    }
     missing = sorted({i for i, _ in plan.values() if not (paths.indexes_dir / i).exists()})
     if missing:
-        raise SystemExit("build the indexes first: " + "; ".join(
-            f"medcite index build --name {i} --source {i}" for i in missing))  # fmt: skip
-    rows = {name: candidate_rows(name, index, *loader(paths), paths, reranker, args.depth)
-            for name, (index, loader) in plan.items()}  # fmt: skip
+        raise SystemExit(
+            "build the indexes first: "
+            + "; ".join(f"medcite index build --name {i} --source {i}" for i in missing)
+        )
+    rows = {
+        name: candidate_rows(name, index, *loader(paths), paths, reranker, args.depth)
+        for name, (index, loader) in plan.items()
+    }
     validation = {n: rows[n] for n in ("bioasq-val", "medquad-val")}
     tests = {n: rows[n] for n in ("bioasq-11b", "liveqa-medquad")}
     results = evaluate(validation, tests, reranker.manifest["calibration"])

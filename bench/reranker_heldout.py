@@ -111,9 +111,11 @@ def liveqa_coverage_note(paths: Paths) -> tuple[str, int]:
 
     c = relevance_coverage(paths.source_data / "medquad")
     in_file = int(load_liveqa(paths.source_data / "medquad").counts["queries_in_file"])
-    note = (f"Of the {c['judged_questions']} judged questions, {c['relevant_only_withheld']} have relevant "
-            "answers only in collections MedQuAD does not distribute (ADAM, MedlinePlus drugs and herbs) "
-            f"and {c['no_relevant_answer']} have none judged relevant.")  # fmt: skip
+    note = (
+        f"Of the {c['judged_questions']} judged questions, {c['relevant_only_withheld']} have relevant "
+        "answers only in collections MedQuAD does not distribute (ADAM, MedlinePlus drugs and herbs) "
+        f"and {c['no_relevant_answer']} have none judged relevant."
+    )
     return note, in_file
 
 
@@ -130,15 +132,19 @@ def fit_fusion_weight(
     validation: list[dict[str, Any]], lexical: Any, dense: Any
 ) -> tuple[float, dict[str, float]]:
     """The BM25 weight (dense gets 1 - w) with the best validation nDCG@10 (ladder step a)."""
-    runs = [(q, lexical.retrieve(q["question"], DEPTH * 3), dense.retrieve(q["question"], DEPTH * 3))
-            for q in tqdm(validation, desc="fusion weight (validation)", unit="q")]  # fmt: skip
+    runs = [
+        (q, lexical.retrieve(q["question"], DEPTH * 3), dense.retrieve(q["question"], DEPTH * 3))
+        for q in tqdm(validation, desc="fusion weight (validation)", unit="q")
+    ]
     by_weight = {}
     for w in WEIGHT_GRID:
         run, qrels = {}, {}
         for q, lex, den in runs:
             chunks = {h.chunk.chunk_id: h.chunk.doc_id for h in [*lex, *den]}
-            fused = weighted_score_fusion([{h.chunk.chunk_id: h.score for h in lex},
-                                           {h.chunk.chunk_id: h.score for h in den}], [w, 1 - w])  # fmt: skip
+            fused = weighted_score_fusion(
+                [{h.chunk.chunk_id: h.score for h in lex}, {h.chunk.chunk_id: h.score for h in den}],
+                [w, 1 - w],
+            )
             order = sorted(fused, key=lambda c: -fused[c])
             run[q["qid"]] = list(dict.fromkeys(chunks[c] for c in order))
             qrels[q["qid"]] = {d: 1 for d in q["gold"]}
@@ -148,9 +154,14 @@ def fit_fusion_weight(
 
 
 def evaluate(
-    name: str, queries: dict[str, str], qrels: dict[str, dict[str, int]], retrievers: dict[str, Any],
-    reranker: Any, tuned: Callable[[str], list[str]] | None, rerank_depth: int = DEPTH,
-) -> dict[str, Any]:  # fmt: skip
+    name: str,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+    retrievers: dict[str, Any],
+    reranker: Any,
+    tuned: Callable[[str], list[str]] | None,
+    rerank_depth: int = DEPTH,
+) -> dict[str, Any]:
     qids = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
     conditions = ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]
     runs: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
@@ -176,73 +187,110 @@ def evaluate(
     differences = {}
     for condition in [c for c in runs if c != "hybrid"]:
         differences[f"{condition} - hybrid"] = {
-            m: dict(zip(("diff", "low", "high"), paired_bootstrap_mean_diff(
-                np.array(per_query["hybrid"][m]), np.array(per_query[condition][m])), strict=True))
+            m: dict(
+                zip(
+                    ("diff", "low", "high"),
+                    paired_bootstrap_mean_diff(
+                        np.array(per_query["hybrid"][m]), np.array(per_query[condition][m])
+                    ),
+                    strict=True,
+                )
+            )
             for m in per_query["hybrid"]
-        }  # fmt: skip
+        }
     return {
-        "queries": len(qids), "questions_in_set": len(queries), "rerank_depth": rerank_depth,
+        "queries": len(qids),
+        "questions_in_set": len(queries),
+        "rerank_depth": rerank_depth,
         "summary": summary,
         "differences": differences,
-        "rerank_seconds": {"p50": statistics.median(rerank_seconds),
-                              "p95": float(np.percentile(rerank_seconds, 95)), "n": len(rerank_seconds)},
+        "rerank_seconds": {
+            "p50": statistics.median(rerank_seconds),
+            "p95": float(np.percentile(rerank_seconds, 95)),
+            "n": len(rerank_seconds),
+        },
         "calibration": reliability(np.array(probabilities), np.array(labels)),
         "per_query": {"qids": qids, **per_query},
-    }  # fmt: skip
+    }
 
 
 def judged_lines(r: dict[str, Any]) -> list[str]:
     """judged@10 and condensed-list nDCG@10 per condition, for sets with pooled judgements."""
     if "judged10" not in r["summary"]["hybrid"]:
         return []
-    lines = ["", "Judgements are pooled: a document no pooled system returned is unjudged and counts as "
-             "non-relevant above. judged@10 is the judged share of the top 10; condensed nDCG@10 "
-             "drops unjudged documents first (Sakai 2007), comparing the order of the judged ones.", "",
-             "| condition | judged@10 | condensed nDCG@10 |", "|---|---|---|"]  # fmt: skip
+    lines = [
+        "",
+        "Judgements are pooled: a document no pooled system returned is unjudged and counts as "
+        "non-relevant above. judged@10 is the judged share of the top 10; condensed nDCG@10 "
+        "drops unjudged documents first (Sakai 2007), comparing the order of the judged ones.",
+        "",
+        "| condition | judged@10 | condensed nDCG@10 |",
+        "|---|---|---|",
+    ]
     lines += [f"| {c} | {s['judged10']:.3f} | {s['ndcg10_condensed']:.3f} |" for c, s in r["summary"].items()]
     lines += ["", "| difference (paired bootstrap 95% CI) | judged@10 | condensed nDCG@10 |", "|---|---|---|"]
     for label, d in r["differences"].items():
-        cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
-                 for m in ("judged10", "ndcg10_condensed")]  # fmt: skip
+        cells = [
+            f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
+            for m in ("judged10", "ndcg10_condensed")
+        ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
 
 def markdown(results: dict[str, Any]) -> str:
-    lines = ["# Held-out retrieval with the trained relevance reranker", "",
-             f"Model: `{results['model']}`; machine: {results['machine']}.", ""]  # fmt: skip
+    lines = [
+        "# Held-out retrieval with the trained relevance reranker",
+        "",
+        f"Model: `{results['model']}`; machine: {results['machine']}.",
+        "",
+    ]
     for name, r in results["sets"].items():
         lines += [f"## {name} ({r['queries']} queries)", ""]
         if r.get("questions_in_set", r["queries"]) != r["queries"]:
             note = f" {r['coverage_note']}" if r.get("coverage_note") else ""
-            lines += [f"{r['queries']} of the set's {r['questions_in_set']} questions have a relevant "
-                      "document in this index; nDCG, recall and MRR are undefined for the others, so they "
-                      f"are left out.{note}", ""]  # fmt: skip
+            lines += [
+                f"{r['queries']} of the set's {r['questions_in_set']} questions have a relevant "
+                "document in this index; nDCG, recall and MRR are undefined for the others, so they "
+                f"are left out.{note}",
+                "",
+            ]
         lines += ["| condition | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
-        lines += [f"| {c} | {s['ndcg10']:.3f} | {s['recall10']:.3f} | {s['mrr']:.3f} |"
-                  for c, s in r["summary"].items()]  # fmt: skip
+        lines += [
+            f"| {c} | {s['ndcg10']:.3f} | {s['recall10']:.3f} | {s['mrr']:.3f} |"
+            for c, s in r["summary"].items()
+        ]
         lines += ["", "| difference (paired bootstrap 95% CI) | nDCG@10 | R@10 | MRR |", "|---|---|---|---|"]
         for label, d in r["differences"].items():
-            cells = [f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
-                     for m in ("ndcg10", "recall10", "mrr")]  # fmt: skip
+            cells = [
+                f"{d[m]['diff']:+.3f} ({d[m]['low']:+.3f}, {d[m]['high']:+.3f})"
+                for m in ("ndcg10", "recall10", "mrr")
+            ]
             lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines += judged_lines(r)
         t, c = r["rerank_seconds"], r["calibration"]
-        lines += ["", f"Reranking {r['rerank_depth']} candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s "
-                  f"({t['n']} queries). "
-                  f"Calibration on these queries' reranked candidates: ECE {c['ece']:.3f} "
-                  f"over {c['n']} passages.",
-                  ""]  # fmt: skip
+        lines += [
+            "",
+            f"Reranking {r['rerank_depth']} candidates: p50 {t['p50']:.3f} s, p95 {t['p95']:.3f} s "
+            f"({t['n']} queries). "
+            f"Calibration on these queries' reranked candidates: ECE {c['ece']:.3f} "
+            f"over {c['n']} passages.",
+            "",
+        ]
         lines += ["| p bin | n | mean predicted | observed |", "|---|---|---|---|"]
-        lines += [f"| {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_predicted']:.3f} "
-                  f"| {b['observed']:.3f} |" for b in c["bins"]]  # fmt: skip
+        lines += [
+            f"| {b['low']:.1f}-{b['high']:.1f} | {b['n']} | {b['mean_predicted']:.3f} | {b['observed']:.3f} |"
+            for b in c["bins"]
+        ]
         lines.append("")
     if "fusion_weight" in results:
-        lines += [f"Tuned fusion: BM25 weight {results['fusion_weight']} "
-                  f"(dense {1 - results['fusion_weight']:.1f}), "
-                  "chosen on the training side's validation questions; validation nDCG@10 per weight: "
-                  + ", ".join(f"{w}: {v:.3f}" for w, v in results["fusion_validation"].items()),
-                  ""]  # fmt: skip
+        lines += [
+            f"Tuned fusion: BM25 weight {results['fusion_weight']} "
+            f"(dense {1 - results['fusion_weight']:.1f}), "
+            "chosen on the training side's validation questions; validation nDCG@10 per weight: "
+            + ", ".join(f"{w}: {v:.3f}" for w, v in results["fusion_validation"].items()),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -250,13 +298,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/reranker"))
     parser.add_argument("--model", type=Path, default=None, help="relevance model folder (default: shipped)")
-    parser.add_argument("--validation", type=Path,
-                        default=Path("data/models/relevance-minilm/data/validation.jsonl"),
-                        help="the training run's validation questions, for the fusion weight "
-                             "(step a)")  # fmt: skip
+    parser.add_argument(
+        "--validation",
+        type=Path,
+        default=Path("data/models/relevance-minilm/data/validation.jsonl"),
+        help="the training run's validation questions, for the fusion weight (step a)",
+    )
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--rerank-depth", type=int, default=DEPTH,
-                        help="hybrid candidates reranked (a profile's rerank.candidates)")  # fmt: skip
+    parser.add_argument(
+        "--rerank-depth",
+        type=int,
+        default=DEPTH,
+        help="hybrid candidates reranked (a profile's rerank.candidates)",
+    )
     parser.add_argument("--machine", default="2 cores, 24 GB, no GPU")
     args = parser.parse_args()
     from rag.rerank.trained import TrainedReranker
@@ -273,22 +327,31 @@ def main() -> None:
             continue
         index, embedder = open_index(paths, index_name, with_embedder=True)
         try:
-            retrievers = {m: make_retriever(index, embedder, m, candidates=DEPTH * 3)
-                          for m in ("bm25", "dense", "hybrid")}  # fmt: skip
+            retrievers = {
+                m: make_retriever(index, embedder, m, candidates=DEPTH * 3)
+                for m in ("bm25", "dense", "hybrid")
+            }
             tuned = None
             if set_name == "bioasq-11b":
                 validation = validation_questions(args.validation, paths, reranker.manifest)
                 weight, per_weight = fit_fusion_weight(validation, retrievers["bm25"], retrievers["dense"])
                 results["fusion_weight"], results["fusion_validation"] = weight, per_weight
-                fused = make_retriever(index, embedder, "hybrid", fusion="weighted",
-                                       weights=(weight, 1 - weight), candidates=DEPTH * 3)  # fmt: skip
+                fused = make_retriever(
+                    index,
+                    embedder,
+                    "hybrid",
+                    fusion="weighted",
+                    weights=(weight, 1 - weight),
+                    candidates=DEPTH * 3,
+                )
 
                 def tuned(text: str, retriever: Any = fused) -> list[str]:
                     return doc_ranking(retriever.retrieve(text, DEPTH * 3))
 
             queries, qrels = loader(paths)
-            results["sets"][set_name] = evaluate(set_name, queries, qrels, retrievers, reranker, tuned,
-                                                 args.rerank_depth)  # fmt: skip
+            results["sets"][set_name] = evaluate(
+                set_name, queries, qrels, retrievers, reranker, tuned, args.rerank_depth
+            )
             if set_name == "liveqa-medquad":
                 note, in_file = liveqa_coverage_note(paths)
                 results["sets"][set_name].update(coverage_note=note, questions_in_set=in_file)

@@ -26,8 +26,12 @@ from rag.indexing import make_retriever, open_index
 
 
 def percentiles(seconds: list[float]) -> dict[str, float]:
-    return {"p50": statistics.median(seconds), "p95": float(np.percentile(seconds, 95)),
-            "max": max(seconds), "n": len(seconds)}  # fmt: skip
+    return {
+        "p50": statistics.median(seconds),
+        "p95": float(np.percentile(seconds, 95)),
+        "max": max(seconds),
+        "n": len(seconds),
+    }
 
 
 def main() -> None:
@@ -66,10 +70,13 @@ def main() -> None:
             llm.rerank(q, hits)
             timings["llm"].append(time.perf_counter() - start)
     result: dict[str, Any] = {
-        "index": "default", "candidates": args.candidates, "questions": len(questions),
-        "threads": args.threads, "seconds": {k: percentiles(v) for k, v in timings.items()},
+        "index": "default",
+        "candidates": args.candidates,
+        "questions": len(questions),
+        "threads": args.threads,
+        "seconds": {k: percentiles(v) for k, v in timings.items()},
         "mean_passage_chars": float(np.mean([len(h.chunk.text) for hits in candidates for h in hits])),
-    }  # fmt: skip
+    }
     if "llm" in timings:
         result["speedup_p50"] = result["seconds"]["llm"]["p50"] / result["seconds"]["trained"]["p50"]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -46,9 +46,13 @@ def load_questions(folder: Path, qrels: dict[str, dict[str, int]]) -> dict[str, 
 
 
 def score_mode(
-    mode: str, retriever: Retriever, questions: dict[str, str], sample: list[str],
-    qrels: dict[str, dict[str, int]], k: int,
-) -> dict[str, float]:  # fmt: skip
+    mode: str,
+    retriever: Retriever,
+    questions: dict[str, str],
+    sample: list[str],
+    qrels: dict[str, dict[str, int]],
+    k: int,
+) -> dict[str, float]:
     """Document recall@k (the first k distinct documents of the top 3k chunks) and median latency of
     one retrieval mode over ``sample``; printed as well."""
     run: dict[str, list[str]] = {}

@@ -106,9 +106,13 @@ def _documents(
 
 
 def _chunks(
-    sources: list[Source], spans: TokenSpans, config: BuildConfig, counts: dict[str, Any],
-    progress: bool, engine: BuildEngine,
-) -> Iterator[Chunk]:  # fmt: skip
+    sources: list[Source],
+    spans: TokenSpans,
+    config: BuildConfig,
+    counts: dict[str, Any],
+    progress: bool,
+    engine: BuildEngine,
+) -> Iterator[Chunk]:
     names: list[str] = []  # the engine reads document n before it yields its chunks
     documents = _documents(sources, config, counts, names, progress)
     for n, chunks in enumerate(engine.chunk(documents, spans, config.chunker)):
@@ -214,9 +218,14 @@ def build_index(
 
 
 def _write_chunks_and_bm25(
-    sources: list[Source], config: BuildConfig, work: Path, spans: TokenSpans, stages: _Stages,
-    progress: bool, engine: BuildEngine,
-) -> tuple[list[Chunk], list[str], dict[str, Any]]:  # fmt: skip
+    sources: list[Source],
+    config: BuildConfig,
+    work: Path,
+    spans: TokenSpans,
+    stages: _Stages,
+    progress: bool,
+    engine: BuildEngine,
+) -> tuple[list[Chunk], list[str], dict[str, Any]]:
     """Chunks to ``chunks.jsonl`` and the BM25 index over them; returns the chunks, the texts that
     were indexed (title, section and body) and counts."""
     counts: dict[str, Any] = {"per_source": {}}
@@ -239,9 +248,14 @@ def _write_chunks_and_bm25(
 
 
 def _manifest_fields(
-    sources: list[Source], config: BuildConfig, chunks: list[Chunk], counts: dict[str, Any],
-    tokenizer_name: str, embedder: MiniLmEmbedder | None, stages: _Stages,
-) -> dict[str, Any]:  # fmt: skip
+    sources: list[Source],
+    config: BuildConfig,
+    chunks: list[Chunk],
+    counts: dict[str, Any],
+    tokenizer_name: str,
+    embedder: MiniLmEmbedder | None,
+    stages: _Stages,
+) -> dict[str, Any]:
     dense = config.dense is not None and embedder is not None
     order = ("documents", "chunks", "per_source", "embeddings_from_cache")
     return {

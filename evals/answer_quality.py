@@ -295,8 +295,10 @@ def context_precision(item: AnswerItem, env: JudgeEnv) -> float:
     """Average precision of the contexts judged useful, in retrieval order."""
     _contexts(item)
     target = item.reference or _answer(item)
-    prompts = [USEFUL_USER.format(question=item.question, answer=target, context=c[:CONTEXT_MAX_CHARS])
-               for c in item.contexts]  # fmt: skip
+    prompts = [
+        USEFUL_USER.format(question=item.question, answer=target, context=c[:CONTEXT_MAX_CHARS])
+        for c in item.contexts
+    ]
     verdicts = [int(_yes(env.judge, p)) for p in prompts]
     hits = np.cumsum(verdicts)
     return float(sum(hits[k] / (k + 1) * v for k, v in enumerate(verdicts)) / (sum(verdicts) + 1e-10))

@@ -29,8 +29,9 @@ from rag.assemble import assemble
 from rag.profile import Profile, load_profile
 
 
-def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition: str, config: EvalConfig,
-                  paths: Paths) -> ItemRecord:  # fmt: skip
+def answer_record(
+    assembled: Any, judge: CachingGenerator, item: Any, condition: str, config: EvalConfig, paths: Paths
+) -> ItemRecord:
     start = time.perf_counter()
     try:
         answer = assembled.pipeline.answer(item.question)
@@ -43,8 +44,11 @@ def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition:
     metrics = [m for m in config.answer_metrics if assembled.embedder is not None or m != "answer_relevancy"]
     scored = evaluate_answers(
         [AnswerItem(item.question, answer.text, contexts, item.reference, answer, item.qid)],
-        judge, assembled.embedder, default_judge_cache_path(paths), metrics,
-    )  # fmt: skip
+        judge,
+        assembled.embedder,
+        default_judge_cache_path(paths),
+        metrics,
+    )
     row = scored.rows[0]
     scores, reasons = dict(row.scores), dict(row.reasons)
     for missing in set(config.answer_metrics) - set(metrics):  # a BM25-only index has no embedder
@@ -70,8 +74,9 @@ def answer_record(assembled: Any, judge: CachingGenerator, item: Any, condition:
     )
 
 
-def answer_task_record(model: CachingGenerator, assembled: Any, task: Task, config: EvalConfig,
-                       paths: Paths) -> ItemRecord:  # fmt: skip
+def answer_task_record(
+    model: CachingGenerator, assembled: Any, task: Task, config: EvalConfig, paths: Paths
+) -> ItemRecord:
     """A Ray worker's answer to one free-text item (``evals.engine_ray.Task.answer``)."""
     return answer_record(assembled, model, task.item, task.condition, config, paths)
 
@@ -82,14 +87,23 @@ def cited_sentence_counts(answer: Any) -> dict[str, int]:
     cited = [s for s in answer.sentences if s.markers]
     shown = [s for s in cited if s.status == "shown"]
     return {
-        "generated": len(cited), "generated_supported": sum(s.supported and s.on_topic for s in cited),
-        "shown": len(shown), "shown_supported": sum(s.supported and s.on_topic for s in shown),
-    }  # fmt: skip
+        "generated": len(cited),
+        "generated_supported": sum(s.supported and s.on_topic for s in cited),
+        "shown": len(shown),
+        "shown_supported": sum(s.supported and s.on_topic for s in shown),
+    }
 
 
-def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator,
-                items: dict[str, list[Any]], summary: Any, progress: bool,
-                pool: RayPool | None = None) -> None:  # fmt: skip
+def run_answers(
+    config: EvalConfig,
+    paths: Paths,
+    run: RunDir,
+    generator: CachingGenerator,
+    items: dict[str, list[Any]],
+    summary: Any,
+    progress: bool,
+    pool: RayPool | None = None,
+) -> None:
     """Every free-text set under each of its RAG cells; with a Ray ``pool``, on its workers."""
     done = run.done_keys()
     tasks: list[Task] = []
@@ -112,9 +126,17 @@ def run_answers(config: EvalConfig, paths: Paths, run: RunDir, generator: Cachin
             def answer(assembled: Any, item: Any, name: str = name) -> ItemRecord:
                 return answer_record(assembled, generator, item, name, config, paths)
 
-            run_condition(todo, opened, answer, run, stats, generator=generator,
-                          failed=lambda r: r.error is not None, desc=f"{ds} {name}",
-                          progress=progress)  # fmt: skip
+            run_condition(
+                todo,
+                opened,
+                answer,
+                run,
+                stats,
+                generator=generator,
+                failed=lambda r: r.error is not None,
+                desc=f"{ds} {name}",
+                progress=progress,
+            )
     if tasks and pool is not None:
         fan_out(pool, tasks, run, summary.conditions, progress)
 

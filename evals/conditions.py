@@ -39,8 +39,12 @@ class ConditionStats:
         return asdict(self)
 
 
-def not_done(items: Sequence[T], keys: Sequence[tuple[str, str, str]], done: set[tuple[str, str, str]],
-             stats: ConditionStats) -> list[T]:  # fmt: skip
+def not_done(
+    items: Sequence[T],
+    keys: Sequence[tuple[str, str, str]],
+    done: set[tuple[str, str, str]],
+    stats: ConditionStats,
+) -> list[T]:
     """The items whose ``(condition, dataset, qid)`` key (``keys``, in item order) has no record
     yet; the others are counted as skipped."""
     todo = [item for item, key in zip(items, keys, strict=True) if key not in done]
@@ -49,10 +53,17 @@ def not_done(items: Sequence[T], keys: Sequence[tuple[str, str, str]], done: set
 
 
 def run_condition(
-    todo: Sequence[T], opened: Callable[[], AbstractContextManager[A]], answer: Callable[[A, T], ItemRecord],
-    run: RunDir, stats: ConditionStats, *, generator: CachingGenerator | None,
-    failed: Callable[[ItemRecord], bool], desc: str, progress: bool,
-) -> None:  # fmt: skip
+    todo: Sequence[T],
+    opened: Callable[[], AbstractContextManager[A]],
+    answer: Callable[[A, T], ItemRecord],
+    run: RunDir,
+    stats: ConditionStats,
+    *,
+    generator: CachingGenerator | None,
+    failed: Callable[[ItemRecord], bool],
+    desc: str,
+    progress: bool,
+) -> None:
     """Open what the condition needs (a pipeline, an index), answer each item with it, append each
     record at once (a crash loses at most the item in hand), and add the cost to ``stats``."""
     start = time.perf_counter()

@@ -110,17 +110,27 @@ class EvalConfig(_Strict):
     answers: list[AnswerSetConfig] = Field(default_factory=list)  # free text, judged (RAGAS metrics)
     robustness: list[RobustnessSet] = Field(default_factory=list)  # perturbed copies of the [[mcq]] sets
     answer_metrics: tuple[str, ...] = (
-        "faithfulness", "answer_relevancy", "context_precision", "context_recall",
-        "citation_precision", "citation_recall",
-    )  # fmt: skip
+        "faithfulness",
+        "answer_relevancy",
+        "context_precision",
+        "context_recall",
+        "citation_precision",
+        "citation_recall",
+    )
 
     def conditions(self) -> list[dict[str, Any]]:
         """The multiple-choice conditions: the closed-book arm first, then each grid cell."""
         g = self.grid
         cells: list[dict[str, Any]] = [{"name": "closed-book", "closed_book": True}] if g.closed_book else []
         for index, mode, rerank, k, verify in itertools.product(g.index, g.mode, g.rerank, g.k, g.verify):
-            cell = {"index": index, "mode": mode, "rerank": rerank, "k": k, "threshold": g.threshold,
-                    "verify": verify}  # fmt: skip
+            cell = {
+                "index": index,
+                "mode": mode,
+                "rerank": rerank,
+                "k": k,
+                "threshold": g.threshold,
+                "verify": verify,
+            }
             suffix = "/threshold=profile" if g.threshold == "profile" else ""
             suffix += "" if verify == "profile" else f"/verify={verify}"
             cells.append({"name": f"rag/{index}/{mode}/{rerank}/k={k}{suffix}", "closed_book": False, **cell})
@@ -201,12 +211,17 @@ def condition_profile(base: Profile, cell: dict[str, Any]) -> Profile:
     """
     threshold = base.rerank.threshold if cell.get("threshold") == "profile" else None
     rerank = base.rerank.model_copy(
-        update={"backend": cell["rerank"], "keep": cell["k"], "threshold": threshold,
-                "candidates": max(cell["k"], base.rerank.candidates)}
-    )  # fmt: skip
+        update={
+            "backend": cell["rerank"],
+            "keep": cell["k"],
+            "threshold": threshold,
+            "candidates": max(cell["k"], base.rerank.candidates),
+        }
+    )
     retrieval = base.retrieval.model_copy(update={"mode": cell["mode"]})
     verify = base.verify
     if cell.get("verify", "profile") != "profile":  # that backend with its own threshold
         verify = verify.model_copy(update={"backend": cell["verify"], "threshold": None, "model_path": None})
-    return base.model_copy(update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank,
-                                   "verify": verify})  # fmt: skip
+    return base.model_copy(
+        update={"index": cell["index"], "retrieval": retrieval, "rerank": rerank, "verify": verify}
+    )

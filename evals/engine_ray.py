@@ -194,8 +194,15 @@ class _ShippingGenerator(CachingGenerator):
 class EvalWorker:
     """Ray actor: one model, the pipeline of the condition at hand, one item at a time."""
 
-    def __init__(self, config: EvalConfig, paths: Paths, generator: Generator | None,
-                 fingerprint: dict[str, Any], reader: Any, pooled: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        config: EvalConfig,
+        paths: Paths,
+        generator: Generator | None,
+        fingerprint: dict[str, Any],
+        reader: Any,
+        pooled: bool,
+    ) -> None:
         from rag.assemble import make_generator
         from rag.profile import load_profile
 
@@ -251,8 +258,15 @@ class EvalWorker:
 class RayPool:
     """The actors of one run (made once, used by every condition) and the dispatch loop."""
 
-    def __init__(self, ray: Any, engine: RayEngine, config: EvalConfig, paths: Paths, model: CachingGenerator,
-                 generator: Generator | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ray: Any,
+        engine: RayEngine,
+        config: EvalConfig,
+        paths: Paths,
+        model: CachingGenerator,
+        generator: Generator | None,
+    ) -> None:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         self.ray, self.engine, self.model = ray, engine, model
@@ -309,8 +323,14 @@ class RayPool:
                     "are in the run directory: run the same command again to resume"
                 )
 
-    def _submit(self, queue: deque[Task], inflight: dict[Any, tuple[int, Task, str | None]],
-                per_actor: Counter[int], per_server: Counter[str], depth: int) -> None:  # fmt: skip
+    def _submit(
+        self,
+        queue: deque[Task],
+        inflight: dict[Any, tuple[int, Task, str | None]],
+        per_actor: Counter[int],
+        per_server: Counter[str],
+        depth: int,
+    ) -> None:
         for level in range(depth):  # breadth first: every actor gets an item before any gets two
             for actor in self.alive:
                 if not queue or per_actor[actor] > level:
@@ -330,8 +350,9 @@ class RayPool:
         return min(free, key=lambda s: per_server[s]) if free else None
 
 
-def fan_out(pool: RayPool, tasks: Sequence[Task], run: RunDir, stats: dict[str, ConditionStats],
-            progress: bool) -> None:  # fmt: skip
+def fan_out(
+    pool: RayPool, tasks: Sequence[Task], run: RunDir, stats: dict[str, ConditionStats], progress: bool
+) -> None:
     """Answer ``tasks`` on the pool; store each result's cache entries, then append its record, as it
     arrives; add counts and seconds (wall time until a condition's last item) to ``stats``."""
     from tqdm import tqdm
@@ -360,8 +381,9 @@ def fan_out(pool: RayPool, tasks: Sequence[Task], run: RunDir, stats: dict[str, 
 
 
 @contextmanager
-def ray_pool(engine: RayEngine, config: EvalConfig, paths: Paths, model: CachingGenerator,
-             generator: Generator | None) -> Iterator[RayPool]:  # fmt: skip
+def ray_pool(
+    engine: RayEngine, config: EvalConfig, paths: Paths, model: CachingGenerator, generator: Generator | None
+) -> Iterator[RayPool]:
     """Connect to Ray (``core.ray_runtime.connect``), start the actors, stop them afterwards."""
     from core.ray_runtime import connect
 

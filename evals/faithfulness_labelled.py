@@ -141,9 +141,12 @@ def _diff(before: str, after: str) -> str:
 def edited_claims(claim: str, context_text: str, exact: Sequence[str], entity: str | None) -> dict[str, str]:
     """The rule-made false variants of one supported claim (rule -> text); a rule that does not
     apply, or leaves the claim unchanged, is absent."""
-    made = {"negation": change_negation(claim), "number": change_number(claim),
-            "antonym": change_direction(claim),
-            "entity": change_entity(claim, exact, entity) if entity else None}  # fmt: skip
+    made = {
+        "negation": change_negation(claim),
+        "number": change_number(claim),
+        "antonym": change_direction(claim),
+        "entity": change_entity(claim, exact, entity) if entity else None,
+    }
     out = {rule: text for rule, text in made.items() if text is not None and text != claim}
     if "negation" in out and _HEDGED_NOT.search(out["negation"]) and not _HEDGED_NOT.search(claim):
         del out["negation"]  # "may not X" does not contradict "may X"
@@ -176,12 +179,20 @@ def candidate_rows(source_data: Path, claims_per_item: int) -> list[_Row]:
         contexts = article_texts([str(s) for s in row.get("snippet_ids") or []], snippets)  # type: ignore[attr-defined]
         shown = [c[:CONTEXT_MAX_CHARS] for c in contexts[:CONTEXTS_MAX]]
         sentences = claims_of(row.get("ideal_answer"), 6)
-        good = [s for s in sentences
-                if not _PRONOUN_START.match(s) and any(is_supported(s, c) for c in shown)]  # fmt: skip
+        good = [
+            s for s in sentences if not _PRONOUN_START.match(s) and any(is_supported(s, c) for c in shown)
+        ]
         if contexts and good:
-            out.append(_Row(str(row["id"]), str(row["body"]), contexts, exact_answers(dict(row)),
-                            frozenset(str(p) for p in row.get("pmids") or []),  # type: ignore[attr-defined]
-                            tuple(good[:claims_per_item])))  # fmt: skip
+            out.append(
+                _Row(
+                    str(row["id"]),
+                    str(row["body"]),
+                    contexts,
+                    exact_answers(dict(row)),
+                    frozenset(str(p) for p in row.get("pmids") or []),  # type: ignore[attr-defined]
+                    tuple(good[:claims_per_item]),
+                )
+            )
     return sorted(out, key=lambda r: r.qid)
 
 
@@ -209,8 +220,16 @@ def build_items(rows: Sequence[_Row], n_items: int, seed: int = 13) -> list[Labe
                 claims.append(Claim(f"{row.qid}:{n}:{rule}", row.qid, rule, 0, changed, _diff(text, changed)))
             unrelated = _unrelated(others, seen, rng)
             if unrelated is not None:
-                claims.append(Claim(f"{row.qid}:{n}:unrelated", row.qid, "unrelated", 0, unrelated[1],
-                                    f"from {unrelated[0]}"))  # fmt: skip
+                claims.append(
+                    Claim(
+                        f"{row.qid}:{n}:unrelated",
+                        row.qid,
+                        "unrelated",
+                        0,
+                        unrelated[1],
+                        f"from {unrelated[0]}",
+                    )
+                )
         items.append(LabelledItem(row.qid, row.question, row.contexts, tuple(claims)))
     return items
 
@@ -230,8 +249,9 @@ def is_entity_like(text: str) -> bool:
     return letters >= 3 and 0 < len(words) <= 4 and words[0].lower() not in _FUNCTION_WORDS
 
 
-def _replacement(claim: str, exact: Sequence[str], shaped: dict[str, list[str]],
-                 rng: random.Random) -> str | None:  # fmt: skip
+def _replacement(
+    claim: str, exact: Sequence[str], shaped: dict[str, list[str]], rng: random.Random
+) -> str | None:
     """Another item's entity of the shape of the first exact answer the claim names."""
     for answer in exact:
         if len(answer) >= 3 and re.search(r"(?<!\w)" + re.escape(answer) + r"(?!\w)", claim, re.IGNORECASE):

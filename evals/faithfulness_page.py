@@ -23,24 +23,33 @@ def _pct(x: float | None) -> str:
 
 
 def _rule_lines(report: Mapping[str, Any]) -> list[str]:
-    lines = ["| rule | label | claims | verdict right (95% CI) | median margin | ROC-AUC vs supported "
-             "| below its source |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| rule | label | claims | verdict right (95% CI) | median margin | ROC-AUC vs supported "
+        "| below its source |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for rule, e in report["by_rule"].items():
         auc = e.get("roc_auc_vs_supported")
         what = "accepted" if rule == "supported" else "caught"
         label = int(rule == "supported")
-        lines.append(f"| {rule} | {label} | {e['claims']} | {what} {_pct(e['share_right'])} "
-                     f"({_pct(e['ci95'][0])}-{_pct(e['ci95'][1])}) | {e['median_margin']:+.2f} | "
-                     f"{'' if auc is None else f'{auc:.3f}'} | "
-                     f"{_pct(e.get('below_its_source'))} |")  # fmt: skip
+        lines.append(
+            f"| {rule} | {label} | {e['claims']} | {what} {_pct(e['share_right'])} "
+            f"({_pct(e['ci95'][0])}-{_pct(e['ci95'][1])}) | {e['median_margin']:+.2f} | "
+            f"{'' if auc is None else f'{auc:.3f}'} | "
+            f"{_pct(e.get('below_its_source'))} |"
+        )
     return lines
 
 
 def _worst_lines(report: Mapping[str, Any]) -> list[str]:
     lines = []
-    for key, title in (("supported_lowest", "Supported claims with the lowest margins (wrongly rejected "
-                        "when the margin is < 0)"), ("false_highest", "False claims with the highest margins "
-                        "(wrongly accepted when the margin is >= 0)")):  # fmt: skip
+    for key, title in (
+        (
+            "supported_lowest",
+            "Supported claims with the lowest margins (wrongly rejected when the margin is < 0)",
+        ),
+        ("false_highest", "False claims with the highest margins (wrongly accepted when the margin is >= 0)"),
+    ):
         lines += ["", f"{title}:", "", "| claim | rule | edit | margin |", "|---|---|---|---|"]
         for w in report["worst"][key]:
             edit = (w["edit"] or "").replace("|", "/")
@@ -66,7 +75,7 @@ def _threshold_lines(report: Mapping[str, Any]) -> list[str]:
             f"| {name} | {_pct(t['accuracy'])} | {_pct(t['balanced_accuracy'])} | {_pct(t['precision'])} "
             f"| {_pct(t['recall'])} | {_pct(t['false_caught'])} |"
         )
-    return lines  # fmt: skip
+    return lines
 
 
 def markdown(report: Mapping[str, Any]) -> str:
@@ -105,23 +114,37 @@ def markdown(report: Mapping[str, Any]) -> str:
     }
     for name, s in classes.items():
         if s["claims"]:
-            lines.append(f"| {name} | {s['claims']} | " + " | ".join(f"{s[k]:+.2f}" for k in
-                         ("min", "q10", "q25", "median", "q75", "q90", "max")) + " |")  # fmt: skip
-    lines += ["", "![margin histogram](margins.png)", "", "Per construction rule (below its source: share "
-              "of the rule's claims scored below the supported claim they were made from):", "",
-              *_rule_lines(report)]  # fmt: skip
+            lines.append(
+                f"| {name} | {s['claims']} | "
+                + " | ".join(f"{s[k]:+.2f}" for k in ("min", "q10", "q25", "median", "q75", "q90", "max"))
+                + " |"
+            )
+    lines += [
+        "",
+        "![margin histogram](margins.png)",
+        "",
+        "Per construction rule (below its source: share "
+        "of the rule's claims scored below the supported claim they were made from):",
+        "",
+        *_rule_lines(report),
+    ]
     lines += _threshold_lines(report)
     if report.get("claims_in_set", report["claims"]) != report["claims"]:
         lines += ["", f"Partial: {report['claims']} of the set's {report['claims_in_set']} claims scored."]
     lines += _worst_lines(report)
     spc = report.get("seconds_per_claim")
-    lines += ["", "Claim texts hold BioASQ text (BioASQ terms of use) and are not in the repository: the "
-              "command above rebuilds them deterministically in `$MEDCITE_DATA_DIR/faithfulness-separation/"
-              "claims.jsonl`. `claims.json` here has every claim's id, rule, label, edit, log-probabilities, "
-              "margin and verdict.", "",
-              f"Judge time {'n/a' if spc is None else f'{spc:.1f}'} s per claim (measured per call, judge "
-              f"cache misses and hits mixed) on {report['environment']['machine']} with "
-              f"{report['environment']['cpus']} CPUs (other work may have shared them).", ""]  # fmt: skip
+    lines += [
+        "",
+        "Claim texts hold BioASQ text (BioASQ terms of use) and are not in the repository: the "
+        "command above rebuilds them deterministically in `$MEDCITE_DATA_DIR/faithfulness-separation/"
+        "claims.jsonl`. `claims.json` here has every claim's id, rule, label, edit, log-probabilities, "
+        "margin and verdict.",
+        "",
+        f"Judge time {'n/a' if spc is None else f'{spc:.1f}'} s per claim (measured per call, judge "
+        f"cache misses and hits mixed) on {report['environment']['machine']} with "
+        f"{report['environment']['cpus']} CPUs (other work may have shared them).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -155,8 +178,12 @@ def write_report(
     """``claims.json``, ``report.json``, ``report.md`` and ``margins.png`` in ``out``."""
     rows = claim_rows(items, scores)
     report = summarise(rows)
-    report["environment"] = {"command": command, "machine": platform.machine(), "cpus": os.cpu_count(),
-                             "python": platform.python_version()}  # fmt: skip
+    report["environment"] = {
+        "command": command,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
     report["claims_in_set"] = sum(len(item.claims) for item in items)
     out.mkdir(parents=True, exist_ok=True)
     (out / "claims.json").write_text(json.dumps(rows, indent=0) + "\n", encoding="utf-8")

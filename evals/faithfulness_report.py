@@ -36,8 +36,14 @@ NEAR = 0.1  # |margin| below this: a verdict decided "by a hair"
 THRESHOLDS = (0.0, 0.5, 1.0, 1.5, 2.0)
 
 
-def auc_interval(margins: Sequence[float], labels: Sequence[int], groups: Sequence[str], *,
-                 resamples: int = 2000, seed: int = 13) -> tuple[float, float]:  # fmt: skip
+def auc_interval(
+    margins: Sequence[float],
+    labels: Sequence[int],
+    groups: Sequence[str],
+    *,
+    resamples: int = 2000,
+    seed: int = 13,
+) -> tuple[float, float]:
     """95% percentile interval of the ROC-AUC, resampling groups (items) with replacement; draws
     holding one class only are skipped."""
     s, y = np.asarray(margins, dtype=np.float64), np.asarray(labels, dtype=np.int64)
@@ -66,8 +72,16 @@ def verdict_metrics(verdicts: Sequence[bool], labels: Sequence[int]) -> dict[str
     def ratio(a: int, b: int) -> float:
         return a / b if b else float("nan")
 
-    return {"accuracy": ratio(tp + tn, len(v)), "precision": ratio(tp, tp + fp), "recall": ratio(tp, tp + fn),
-            "false_caught": ratio(tn, tn + fp), "tp": tp, "fp": fp, "fn": fn, "tn": tn}  # fmt: skip
+    return {
+        "accuracy": ratio(tp + tn, len(v)),
+        "precision": ratio(tp, tp + fp),
+        "recall": ratio(tp, tp + fn),
+        "false_caught": ratio(tn, tn + fp),
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "tn": tn,
+    }
 
 
 def margin_summary(margins: Sequence[float]) -> dict[str, float | int]:
@@ -77,8 +91,12 @@ def margin_summary(margins: Sequence[float]) -> dict[str, float | int]:
         return {"claims": 0}
     q = np.quantile(m, [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0])
     names = ("min", "q10", "q25", "median", "q75", "q90", "max")
-    return {"claims": len(m), "mean": float(m.mean()), **{n: float(v) for n, v in zip(names, q, strict=True)},
-            "near_threshold": float(np.mean(np.abs(m) < NEAR))}  # fmt: skip
+    return {
+        "claims": len(m),
+        "mean": float(m.mean()),
+        **{n: float(v) for n, v in zip(names, q, strict=True)},
+        "near_threshold": float(np.mean(np.abs(m) < NEAR)),
+    }
 
 
 def by_rule(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
@@ -92,8 +110,12 @@ def by_rule(rows: Sequence[Row]) -> dict[str, dict[str, Any]]:
             continue
         right = sum(bool(r["verdict"]) == (rule == "supported") for r in mine)
         low, high = wilson_interval(right, len(mine))
-        entry: dict[str, Any] = {"claims": len(mine), "share_right": right / len(mine), "ci95": [low, high],
-                                 "median_margin": float(np.median([r["margin"] for r in mine]))}  # fmt: skip
+        entry: dict[str, Any] = {
+            "claims": len(mine),
+            "share_right": right / len(mine),
+            "ci95": [low, high],
+            "median_margin": float(np.median([r["margin"] for r in mine])),
+        }
         if rule != "supported" and supported:
             margins = supported + [r["margin"] for r in mine]
             entry["roc_auc_vs_supported"] = roc_auc(margins, [1] * len(supported) + [0] * len(mine))
@@ -111,8 +133,11 @@ def below_source(false_rows: Sequence[Row], rows: Sequence[Row]) -> float | None
     """Share of false claims scored below the supported claim they were made from (same item,
     same passages: a within-item ranking, free of how hard the item is); None without pairs."""
     margin = {r["claim_id"]: r["margin"] for r in rows if r["rule"] == "supported"}
-    pairs = [(r["margin"], margin[source_id(r["claim_id"])]) for r in false_rows
-             if source_id(r["claim_id"]) in margin]  # fmt: skip
+    pairs = [
+        (r["margin"], margin[source_id(r["claim_id"])])
+        for r in false_rows
+        if source_id(r["claim_id"]) in margin
+    ]
     return sum(f < s for f, s in pairs) / len(pairs) if pairs else None
 
 
@@ -121,8 +146,10 @@ def worst_cases(rows: Sequence[Row], k: int = 10) -> dict[str, list[dict[str, An
     keep = ("claim_id", "rule", "edit", "margin", "verdict")
     low = sorted((r for r in rows if r["label"] == 1), key=lambda r: r["margin"])[:k]
     high = sorted((r for r in rows if r["label"] == 0), key=lambda r: -r["margin"])[:k]
-    return {"supported_lowest": [{f: r.get(f) for f in keep} for r in low],
-            "false_highest": [{f: r.get(f) for f in keep} for r in high]}  # fmt: skip
+    return {
+        "supported_lowest": [{f: r.get(f) for f in keep} for r in low],
+        "false_highest": [{f: r.get(f) for f in keep} for r in high],
+    }
 
 
 def at_thresholds(rows: Sequence[Row], thresholds: Sequence[float] = THRESHOLDS) -> list[dict[str, Any]]:
@@ -163,13 +190,18 @@ def summarise(rows: Sequence[Row], *, resamples: int = 2000, seed: int = 13) -> 
     labels = [int(r["label"]) for r in rows]
     low, high = auc_interval(margins, labels, [r["qid"] for r in rows], resamples=resamples, seed=seed)
     return {
-        "claims": len(rows), "items": len({r["qid"] for r in rows}),
-        "supported": sum(labels), "false": len(labels) - sum(labels),
+        "claims": len(rows),
+        "items": len({r["qid"] for r in rows}),
+        "supported": sum(labels),
+        "false": len(labels) - sum(labels),
         "roc_auc": roc_auc(margins, labels) if rows else float("nan"),
-        "roc_auc_ci95": [low, high], "bootstrap": {"resamples": resamples, "unit": "item", "seed": seed},
+        "roc_auc_ci95": [low, high],
+        "bootstrap": {"resamples": resamples, "unit": "item", "seed": seed},
         "verdict": verdict_metrics([bool(r["verdict"]) for r in rows], labels),
-        "margin": {"supported": margin_summary([m for m, y in zip(margins, labels, strict=True) if y == 1]),
-                   "false": margin_summary([m for m, y in zip(margins, labels, strict=True) if y == 0])},
+        "margin": {
+            "supported": margin_summary([m for m, y in zip(margins, labels, strict=True) if y == 1]),
+            "false": margin_summary([m for m, y in zip(margins, labels, strict=True) if y == 0]),
+        },
         "by_rule": by_rule(rows),
         "verbatim_supported": _share([r for r in rows if r["label"] == 1], "verbatim"),
         "supported_margin_by_copy": {
@@ -180,7 +212,7 @@ def summarise(rows: Sequence[Row], *, resamples: int = 2000, seed: int = 13) -> 
         "cross_fitted_threshold": cross_fitted(rows, seed) if len({r["qid"] for r in rows}) > 1 else [],
         "seconds_per_claim": _mean([r["seconds"] for r in rows if "seconds" in r]),
         "worst": worst_cases(rows),
-    }  # fmt: skip
+    }
 
 
 def _share(rows: Sequence[Row], key: str) -> float | None:

@@ -92,10 +92,18 @@ def score_items(items: Sequence[LabelledItem], judge: Generator, scores_path: Pa
         for n, (item, claim) in enumerate(tqdm(todo, desc="faithfulness claims", unit="claim"), 1):
             t0 = time.perf_counter()
             judged = judge_claim(judge, item, claim.text)
-            row = {"claim_id": claim.claim_id, "qid": claim.qid, "rule": claim.rule, "label": claim.label,
-                   "edit": claim.edit, "log_p_yes": judged.log_p_yes, "log_p_no": judged.log_p_no,
-                   "margin": judged.margin, "verdict": judged.verdict,
-                   "seconds": round(time.perf_counter() - t0, 3)}  # fmt: skip
+            row = {
+                "claim_id": claim.claim_id,
+                "qid": claim.qid,
+                "rule": claim.rule,
+                "label": claim.label,
+                "edit": claim.edit,
+                "log_p_yes": judged.log_p_yes,
+                "log_p_no": judged.log_p_no,
+                "margin": judged.margin,
+                "verdict": judged.verdict,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             if n % 10 == 0:
@@ -152,8 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"judge calls {judge.calls}, cache hits {judge.hits}", flush=True)
     from evals.faithfulness_page import write_report
 
-    command = (f"python -m evals.faithfulness_separation --items {args.items} --claims-per-item "
-               f"{args.claims_per_item} --seed {args.seed}")  # fmt: skip
+    command = (
+        f"python -m evals.faithfulness_separation --items {args.items} --claims-per-item "
+        f"{args.claims_per_item} --seed {args.seed}"
+    )
     write_report(items, read_scores(work / "scores.jsonl"), args.out, command)
     return 0
 

@@ -102,9 +102,11 @@ class DiskCachedGenerator:
         generation = self.inner.generate(messages, max_tokens=max_tokens, temperature=temperature, stop=stop)
         if key is not None:
             value: dict[str, Any] = {
-                "text": generation.text, "prompt_tokens": generation.prompt_tokens,
-                "completion_tokens": generation.completion_tokens, "finish_reason": generation.finish_reason,
-            }  # fmt: skip
+                "text": generation.text,
+                "prompt_tokens": generation.prompt_tokens,
+                "completion_tokens": generation.completion_tokens,
+                "finish_reason": generation.finish_reason,
+            }
             if self.keep_seconds:
                 value["seconds"] = generation.seconds
             self.cache.put(key, value)

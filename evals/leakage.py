@@ -134,7 +134,7 @@ class Probe:
 
 def make_probes(
     index: int, kind: str, text: str, hasher: WordHasher, n: int = DEFAULT_N, min_tokens: int = MIN_TOKENS
-) -> list[Probe]:  # fmt: skip
+) -> list[Probe]:
     """The probes of one text (none when it has under ``min_tokens`` words)."""
     out = []
     for piece in windows(tokens(text)):
@@ -185,9 +185,13 @@ class ProbeMatches:
 
 
 def scan_chunks(
-    chunks: Iterable[tuple[str, str]], probes: Sequence[Probe], threshold: float = DEFAULT_THRESHOLD,
-    hasher: WordHasher | None = None, total: int | None = None, progress: bool = False,
-) -> ProbeMatches:  # fmt: skip
+    chunks: Iterable[tuple[str, str]],
+    probes: Sequence[Probe],
+    threshold: float = DEFAULT_THRESHOLD,
+    hasher: WordHasher | None = None,
+    total: int | None = None,
+    progress: bool = False,
+) -> ProbeMatches:
     """Stream ``(chunk_id, text)`` pairs once and score every probe against every chunk."""
     from tqdm import tqdm
 
@@ -237,16 +241,23 @@ def _top(pairs: Iterable[tuple[str, float]]) -> list[list[Any]]:
     return [[c, s] for c, s in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def _item_row(item: McqItem, mine: list[int], probes: Sequence[Probe], gold_count: int,
-              found: ProbeMatches, threshold: float) -> dict[str, Any]:  # fmt: skip
+def _item_row(
+    item: McqItem,
+    mine: list[int],
+    probes: Sequence[Probe],
+    gold_count: int,
+    found: ProbeMatches,
+    threshold: float,
+) -> dict[str, Any]:
     row: dict[str, Any] = {"dataset": item.dataset, "qid": item.qid, "gold_passages": gold_count}
     for kind in ("question", "gold"):
         ids = [i for i in mine if probes[i].kind == kind]
         best = max((float(found.best[i]) for i in ids), default=None)
         chunks = _top(pair for i in ids for pair in found.matches[i])
         row[f"{kind}_containment"] = None if best is None else round(best, 4)
-        row[f"{kind}_best_chunk"] = max(((float(found.best[i]), found.best_chunk[i]) for i in ids),
-                                        default=(0.0, None))[1]  # fmt: skip
+        row[f"{kind}_best_chunk"] = max(
+            ((float(found.best[i]), found.best_chunk[i]) for i in ids), default=(0.0, None)
+        )[1]
         row[f"{kind}_chunks"] = chunks[:MAX_CHUNK_IDS]
         row[f"{kind}_chunk_count"] = len(chunks)
         row[f"leaked_{kind}"] = best is not None and best >= threshold
@@ -255,10 +266,15 @@ def _item_row(item: McqItem, mine: list[int], probes: Sequence[Probe], gold_coun
 
 
 def scan_items(
-    items: Sequence[McqItem], gold: GoldLookup, chunks: Iterable[tuple[str, str]],
-    *, total: int | None = None, threshold: float = DEFAULT_THRESHOLD, n: int = DEFAULT_N,
+    items: Sequence[McqItem],
+    gold: GoldLookup,
+    chunks: Iterable[tuple[str, str]],
+    *,
+    total: int | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    n: int = DEFAULT_N,
     progress: bool = False,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[dict[str, Any]]:
     """One JSON-able row per item: max containment of its question and of its gold passages,
     the chunk ids at or above ``threshold`` (best first, at most ``MAX_CHUNK_IDS``), and the
     ``leaked_question``, ``leaked_gold`` and ``leaked`` flags."""
@@ -330,18 +346,30 @@ class LeakageReport:
 
     def to_json(self, *, leaked_only: bool = False) -> dict[str, Any]:
         return {
-            "index": self.index, "corpus_fingerprint": self.corpus_fingerprint, "threshold": self.threshold,
-            "n": self.n, "window": WINDOW, "min_tokens": MIN_TOKENS, "chunks": self.chunks,
-            "seconds": round(self.seconds, 1), "rates": self.rates(),
+            "index": self.index,
+            "corpus_fingerprint": self.corpus_fingerprint,
+            "threshold": self.threshold,
+            "n": self.n,
+            "window": WINDOW,
+            "min_tokens": MIN_TOKENS,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 1),
+            "rates": self.rates(),
             "rates_by_threshold": {str(t): self.rates(t) for t in SENSITIVITY},
             "items": [r for r in self.rows if r["leaked"]] if leaked_only else self.rows,
-        }  # fmt: skip
+        }
 
 
 def check_index(
-    items: Sequence[McqItem], gold: GoldLookup, folder: Path, *, name: str | None = None,
-    threshold: float = DEFAULT_THRESHOLD, n: int = DEFAULT_N, progress: bool = False,
-) -> LeakageReport:  # fmt: skip
+    items: Sequence[McqItem],
+    gold: GoldLookup,
+    folder: Path,
+    *,
+    name: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    n: int = DEFAULT_N,
+    progress: bool = False,
+) -> LeakageReport:
     """Scan a built index folder for the items (raises IndexNotFoundError when it is missing)."""
     import time
 
@@ -356,9 +384,14 @@ def check_index(
     chunks, total = index_chunks(folder)
     rows = scan_items(items, gold, chunks, total=total, threshold=threshold, n=n, progress=progress)
     return LeakageReport(
-        index=name or folder.name, corpus_fingerprint=manifest.get("corpus_fingerprint"),
-        threshold=threshold, n=n, chunks=total, seconds=time.perf_counter() - start, rows=rows,
-    )  # fmt: skip
+        index=name or folder.name,
+        corpus_fingerprint=manifest.get("corpus_fingerprint"),
+        threshold=threshold,
+        n=n,
+        chunks=total,
+        seconds=time.perf_counter() - start,
+        rows=rows,
+    )
 
 
 def leaked_by_key(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], bool]:

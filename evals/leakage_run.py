@@ -36,9 +36,16 @@ def index_folder(paths: Paths, name: str) -> Path:
 
 
 def leakage_report(
-    paths: Paths, index: str, datasets: Sequence[str], *, threshold: float = DEFAULT_THRESHOLD,
-    ngram: int = DEFAULT_N, n: int | None = None, seed: int = 0, progress: bool = True,
-) -> LeakageReport:  # fmt: skip
+    paths: Paths,
+    index: str,
+    datasets: Sequence[str],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    ngram: int = DEFAULT_N,
+    n: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> LeakageReport:
     """Leakage of every item (or a seeded sample of ``n`` per set) of ``datasets`` in ``index``."""
     from evals.datasets import load_mcq, sample
 
@@ -182,9 +189,11 @@ def _split_rows(base: list[ItemRecord], rag: list[ItemRecord]) -> dict[str, dict
 
 
 def split_paired(
-    paired: dict[str, dict[str, Any]], records: Sequence[ItemRecord], leakage: dict[str, dict[str, Any]],
+    paired: dict[str, dict[str, Any]],
+    records: Sequence[ItemRecord],
+    leakage: dict[str, dict[str, Any]],
     baseline: str = "closed-book",
-) -> None:  # fmt: skip
+) -> None:
     """Add ``row["leakage"]`` to each RAG vs closed-book row: the index, its status, and the
     comparison over leaked and over clean items (``n`` 0 when a side has none)."""
     base = [r for r in records if r.condition == baseline and r.gold is not None]
@@ -208,8 +217,12 @@ def split_paired(
             unknown = [
                 r for r in rag if ds in ("all", r.dataset) and (original_set(r.dataset), r.qid) not in flags
             ]
-            row["leakage"] = {"index": index, "status": "ok", "unknown": len(unknown),
-                              **{side: rows.get(ds, {"n": 0}) for side, rows in sides.items()}}  # fmt: skip
+            row["leakage"] = {
+                "index": index,
+                "status": "ok",
+                "unknown": len(unknown),
+                **{side: rows.get(ds, {"n": 0}) for side, rows in sides.items()},
+            }
 
 
 def leaked_cell(row: dict[str, Any]) -> str:
@@ -236,6 +249,7 @@ def split_table(paired: dict[str, dict[str, Any]]) -> list[list[object]]:
 
     return [
         [cond, ds, r["leakage"]["index"], *side(r["leakage"]["leaked"]), *side(r["leakage"]["clean"])]
-        for cond, per in paired.items() for ds, r in per.items()
+        for cond, per in paired.items()
+        for ds, r in per.items()
         if r.get("leakage", {}).get("status") == "ok"
-    ]  # fmt: skip
+    ]

@@ -36,9 +36,14 @@ def default_name(datasets: Sequence[str]) -> str:
 
 
 def config_for_datasets(
-    datasets: Sequence[str], *, n: int | None = None, profile: str = "default", name: str | None = None,
-    columns: Mapping[str, str] | None = None, seed: int = 0,
-) -> EvalConfig:  # fmt: skip
+    datasets: Sequence[str],
+    *,
+    n: int | None = None,
+    profile: str = "default",
+    name: str | None = None,
+    columns: Mapping[str, str] | None = None,
+    seed: int = 0,
+) -> EvalConfig:
     """Closed-book vs the profile's RAG on the given sets; ``columns`` applies to the ``mcq:``/``qa:``
     files among them; ``n`` samples each set (free-text sets: 10 unless given)."""
     if not datasets:
@@ -55,13 +60,22 @@ def config_for_datasets(
         fields: dict[str, Any] = {"dataset": spec, "columns": dict(columns) if own and columns else None}
         return {**fields, "n": n} if n is not None else fields
 
-    grid = {"index": [base.index], "mode": [base.retrieval.mode], "rerank": [base.rerank.backend],
-            "k": [base.rerank.keep], "closed_book": True, "threshold": "profile"}  # fmt: skip
+    grid = {
+        "index": [base.index],
+        "mode": [base.retrieval.mode],
+        "rerank": [base.rerank.backend],
+        "k": [base.rerank.keep],
+        "closed_book": True,
+        "threshold": "profile",
+    }
     raw = {
-        "name": name or default_name(datasets), "profile": profile, "seed": seed, "grid": grid,
+        "name": name or default_name(datasets),
+        "profile": profile,
+        "seed": seed,
+        "grid": grid,
         "mcq": [entry(d) for d in datasets if not _is_freetext(d)],
         "answers": [entry(d) for d in datasets if _is_freetext(d)],
-    }  # fmt: skip
+    }
     try:
         return EvalConfig.model_validate(raw)
     except ValidationError as exc:

@@ -72,8 +72,13 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return pearson(_ranks(x), _ranks(y))
 
 
-def bootstrap_ci(x: np.ndarray, y: np.ndarray, stat: Callable[[np.ndarray, np.ndarray], float],
-                 n_boot: int = 2000, seed: int = 0) -> tuple[float, float]:  # fmt: skip
+def bootstrap_ci(
+    x: np.ndarray,
+    y: np.ndarray,
+    stat: Callable[[np.ndarray, np.ndarray], float],
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float]:
     """Percentile 95% interval of ``stat`` over pairs resampled with replacement (NaN draws
     from constant resamples are left out; NaN when fewer than half the draws are defined)."""
     if len(x) < 3:
@@ -127,18 +132,24 @@ def join(samples: Sequence[Mapping[str, Any]], scored: Sequence[Mapping[str, Any
         if s is None:
             continue
         ours = s.get("medcite") or {}
-        rows.append({
-            "id": str(r["id"]), "dataset": s.get("dataset"), "mode": s.get("mode"),
-            "medcite": {m: ours.get("scores", {}).get(m) for m in METRICS},
-            "medcite_reasons": ours.get("reasons") or {},
-            "ragas": {m: r.get("scores", {}).get(m) for m in METRICS if m in r.get("scores", {})},
-            "ragas_reasons": r.get("reasons") or {},
-            "ragas_notes": {m: judge_note(m, r.get("judge", {}).get(m) or []) for m in r.get("judge", {})},
-            "ragas_judge": r.get("judge") or {},
-            "medcite_seconds": ours.get("judge_seconds"),
-            "ragas_seconds": (r.get("seconds") or {}).get("total"),
-            "ragas_tokens": (r.get("tokens") or {}).get("total"),
-        })  # fmt: skip
+        rows.append(
+            {
+                "id": str(r["id"]),
+                "dataset": s.get("dataset"),
+                "mode": s.get("mode"),
+                "medcite": {m: ours.get("scores", {}).get(m) for m in METRICS},
+                "medcite_reasons": ours.get("reasons") or {},
+                "ragas": {m: r.get("scores", {}).get(m) for m in METRICS if m in r.get("scores", {})},
+                "ragas_reasons": r.get("reasons") or {},
+                "ragas_notes": {
+                    m: judge_note(m, r.get("judge", {}).get(m) or []) for m in r.get("judge", {})
+                },
+                "ragas_judge": r.get("judge") or {},
+                "medcite_seconds": ours.get("judge_seconds"),
+                "ragas_seconds": (r.get("seconds") or {}).get("total"),
+                "ragas_tokens": (r.get("tokens") or {}).get("total"),
+            }
+        )
     return rows
 
 
@@ -177,16 +188,28 @@ def metric_summary(
     )
     worst = [rows[i] for _, i in reversed(gaps[-top:])] if top else []
     return {
-        "n": len(rows), "n_pairs": int(both.sum()),
-        "spearman": spearman(x, y), "spearman_ci": bootstrap_ci(x, y, spearman, seed=seed),
-        "pearson": pearson(x, y), "pearson_ci": bootstrap_ci(x, y, pearson, seed=seed),
-        "mean_medcite": mean(ours), "mean_ragas": mean(theirs),
-        "mean_medcite_paired": mean(x), "mean_ragas_paired": mean(y),
+        "n": len(rows),
+        "n_pairs": int(both.sum()),
+        "spearman": spearman(x, y),
+        "spearman_ci": bootstrap_ci(x, y, spearman, seed=seed),
+        "pearson": pearson(x, y),
+        "pearson_ci": bootstrap_ci(x, y, pearson, seed=seed),
+        "mean_medcite": mean(ours),
+        "mean_ragas": mean(theirs),
+        "mean_medcite_paired": mean(x),
+        "mean_ragas_paired": mean(y),
         "nan_medcite": _nan_reasons(rows, ours, "medcite_reasons", metric),
         "nan_ragas": _nan_reasons(rows, theirs, "ragas_reasons", metric),
-        "disagreements": [{"id": r["id"], "medcite": r["medcite"][metric], "ragas": r["ragas"][metric],
-                           "ragas_judge": r["ragas_notes"].get(metric, "")} for r in worst],
-    }  # fmt: skip
+        "disagreements": [
+            {
+                "id": r["id"],
+                "medcite": r["medcite"][metric],
+                "ragas": r["ragas"][metric],
+                "ragas_judge": r["ragas_notes"].get(metric, ""),
+            }
+            for r in worst
+        ],
+    }
 
 
 def _nan_reasons(
@@ -243,17 +266,21 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
     """The report: coverage, agreement table, NaNs, cost, then the largest disagreements."""
     per, cost = summary["metrics"], summary["cost"]
     out = [
-        "# ragas itself vs medcite's own answer-quality metrics", "",
+        "# ragas itself vs medcite's own answer-quality metrics",
+        "",
         f"Samples exported from the runs: {summary['n_samples']}; "
         f"scored by ragas so far: {summary['n_scored']} "
         f"(the run and the ragas scorer were still going when this was written; rerun the report command "
         "in README, 'ragas itself', to cover more). Scored samples by dataset and answer mode: "
-        + (", ".join(f"{k} {v}" for k, v in summary.get("scored_by", {}).items()) or "none") + ".", "",
-        METHOD, "",
+        + (", ".join(f"{k} {v}" for k, v in summary.get("scored_by", {}).items()) or "none")
+        + ".",
+        "",
+        METHOD,
+        "",
         "| metric | pairs | Spearman [95% CI] | Pearson [95% CI] | mean medcite | mean ragas | "
         "mean medcite (pairs) | mean ragas (pairs) | NaN medcite | NaN ragas |",
         "|---|---|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for m, s in per.items():
         out.append(
             f"| {m} | {s['n_pairs']} | {_num(s['spearman'], 2)} {_ci(s['spearman_ci'])} | "
@@ -262,14 +289,20 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
             f"{sum(s['nan_medcite'].values())} | {sum(s['nan_ragas'].values())} |"
         )
     out += [
-        "", "Correlations need 3 pairs and some spread on both sides ('–' otherwise); intervals are",
-        "percentile bootstrap intervals over samples (2,000 resamples, seed 0).", "", "## NaN reasons", "",
-    ]  # fmt: skip
+        "",
+        "Correlations need 3 pairs and some spread on both sides ('–' otherwise); intervals are",
+        "percentile bootstrap intervals over samples (2,000 resamples, seed 0).",
+        "",
+        "## NaN reasons",
+        "",
+    ]
     for m, s in per.items():
         out.append(f"- {m}: medcite {_reasons(s['nan_medcite'])}; ragas {_reasons(s['nan_ragas'])}")
     ms, rs = cost["medcite_seconds"], cost["ragas_seconds"]
     out += [
-        "", "## Cost per sample", "",
+        "",
+        "## Cost per sample",
+        "",
         "| | median s | mean s | prompt tokens (median) | completion tokens (median) | calls (median) |",
         "|---|---|---|---|---|---|",
         f"| medcite (4 metrics + citation metrics, judge_seconds) | {_num(ms.get('median'), 1)} | "
@@ -278,13 +311,19 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         f"{_num(cost['ragas_prompt_tokens'].get('median'), 0)} | "
         f"{_num(cost['ragas_completion_tokens'].get('median'), 0)} | "
         f"{_num(cost['ragas_calls'].get('median'), 0)} |",
-        "", summary.get("timing_note", ""), "", "## Where they disagree most", "",
-    ]  # fmt: skip
+        "",
+        summary.get("timing_note", ""),
+        "",
+        "## Where they disagree most",
+        "",
+    ]
     for m, s in per.items():
         out.append(f"### {m}\n")
         for d in s["disagreements"]:
-            out.append(f"- `{d['id']}`: medcite {_num(d['medcite'], 2)}, ragas {_num(d['ragas'], 2)}; "
-                       f"ragas' judge: {d['ragas_judge']}")  # fmt: skip
+            out.append(
+                f"- `{d['id']}`: medcite {_num(d['medcite'], 2)}, ragas {_num(d['ragas'], 2)}; "
+                f"ragas' judge: {d['ragas_judge']}"
+            )
         out.append("" if s["disagreements"] else "(no pair where the two differ)\n")
     return "\n".join(out).rstrip() + "\n"
 
@@ -309,18 +348,26 @@ def build_report(
     rows = [without_licensed_text(r) for r in join(samples, scored)]
     questions = {str(s["id"]): s.get("question") for s in samples if not _licensed(s.get("dataset"))}
     summary = {
-        "n_samples": len(samples), "n_scored": len(rows),
-        "scored_by": {f"{k[0]}, {k[1]}": v for k, v in sorted(Counter(
-            (str(r["dataset"]), str(r["mode"])) for r in rows).items())},
+        "n_samples": len(samples),
+        "n_scored": len(rows),
+        "scored_by": {
+            f"{k[0]}, {k[1]}": v
+            for k, v in sorted(Counter((str(r["dataset"]), str(r["mode"])) for r in rows).items())
+        },
         "metrics": {m: metric_summary(rows, m) for m in METRICS},
-        "cost": cost_summary(rows), "timing_note": timing_note,
-    }  # fmt: skip
+        "cost": cost_summary(rows),
+        "timing_note": timing_note,
+    }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.md").write_text(render_markdown(summary), encoding="utf-8")
     per_sample = [{**r, "question": questions.get(r["id"])} for r in rows]
     (out_dir / "samples.json").write_text(
-        json.dumps(finite({"summary": summary, "samples": per_sample}), indent=1, ensure_ascii=False,
-                   allow_nan=False) + "\n", encoding="utf-8")  # fmt: skip
+        json.dumps(
+            finite({"summary": summary, "samples": per_sample}), indent=1, ensure_ascii=False, allow_nan=False
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     return summary
 
 

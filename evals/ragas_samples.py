@@ -58,9 +58,11 @@ def exportable(records: Iterable[ItemRecord], modes: Sequence[str] = ()) -> list
     return [
         r
         for r in records
-        if r.condition.startswith("answers/") and r.error is None and r.answer
+        if r.condition.startswith("answers/")
+        and r.error is None
+        and r.answer
         and (not modes or r.extra.get("mode") in modes)
-    ]  # fmt: skip
+    ]
 
 
 def export_samples(run_dir: Path, paths: Paths, *, modes: Sequence[str] = ()) -> list[dict[str, Any]]:

@@ -133,18 +133,34 @@ def import_reference(paths: Paths, out_dir: Path) -> list[Path]:
 # MIRAGE paper (Xiong et al. 2024, Table 2), accuracy in %: CoT = closed-book, MedRAG = rag_32.
 PUBLISHED: dict[tuple[str, str], dict[str, float]] = {
     ("OpenAI/gpt-35-turbo-16k", "cot"): {
-        "mmlu": 72.91, "medqa": 65.04, "medmcqa": 55.25, "pubmedqa": 36.00, "bioasq": 74.27,
+        "mmlu": 72.91,
+        "medqa": 65.04,
+        "medmcqa": 55.25,
+        "pubmedqa": 36.00,
+        "bioasq": 74.27,
     },
     ("OpenAI/gpt-35-turbo-16k", "rag_32"): {
-        "mmlu": 75.48, "medqa": 66.61, "medmcqa": 58.04, "pubmedqa": 67.40, "bioasq": 90.29,
+        "mmlu": 75.48,
+        "medqa": 66.61,
+        "medmcqa": 58.04,
+        "pubmedqa": 67.40,
+        "bioasq": 90.29,
     },
     ("OpenAI/gpt-4-32k", "cot"): {
-        "mmlu": 89.44, "medqa": 83.97, "medmcqa": 69.88, "pubmedqa": 39.60, "bioasq": 84.30,
+        "mmlu": 89.44,
+        "medqa": 83.97,
+        "medmcqa": 69.88,
+        "pubmedqa": 39.60,
+        "bioasq": 84.30,
     },
     ("OpenAI/gpt-4-32k", "rag_32"): {
-        "mmlu": 87.24, "medqa": 82.80, "medmcqa": 66.65, "pubmedqa": 70.60, "bioasq": 92.56,
+        "mmlu": 87.24,
+        "medqa": 82.80,
+        "medmcqa": 66.65,
+        "pubmedqa": 70.60,
+        "bioasq": 92.56,
     },
-}  # fmt: skip
+}
 
 
 def reference_report(paths: Paths, *, seed: int = 0) -> str:

@@ -49,31 +49,49 @@ def rerank_head(reranker: Any, query: str, hits: list[Hit], head: int) -> list[H
 
 
 def run_retrieval(
-    config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator | None,
-    sets: dict[str, Any], summary: Any, progress: bool,
-) -> None:  # fmt: skip
+    config: EvalConfig,
+    paths: Paths,
+    run: RunDir,
+    generator: CachingGenerator | None,
+    sets: dict[str, Any],
+    summary: Any,
+    progress: bool,
+) -> None:
 
     g = config.retrieval_grid
     done = run.done_keys()
     for cell in config.retrieval_conditions():
         name = f"retrieval/{cell['name']}"
         limit = g.rerank_n if cell["rerank"] == "llm" else None  # the trained reranker runs on every query
-        items = [(ds, qid, text) for ds, rset in sets.items() if cell["index"] in config.retrieval_indexes(ds)
-                 for qid, text in list(rset.queries.items())[:limit]]  # fmt: skip
+        items = [
+            (ds, qid, text)
+            for ds, rset in sets.items()
+            if cell["index"] in config.retrieval_indexes(ds)
+            for qid, text in list(rset.queries.items())[:limit]
+        ]
         stats = summary.conditions.setdefault(name, ConditionStats())
         todo = not_done(items, [(name, ds, qid) for ds, qid, _ in items], done, stats)
         if todo:
-            run_condition(todo, partial(_searcher, cell, config, paths, generator),
-                          partial(_record, name=name, depth=g.depth), run, stats, generator=generator,
-                          failed=lambda r: r.error is not None, desc=name, progress=progress)  # fmt: skip
+            run_condition(
+                todo,
+                partial(_searcher, cell, config, paths, generator),
+                partial(_record, name=name, depth=g.depth),
+                run,
+                stats,
+                generator=generator,
+                failed=lambda r: r.error is not None,
+                desc=name,
+                progress=progress,
+            )
 
 
 Search = Callable[[str], list[Hit]]
 
 
 @contextmanager
-def _searcher(cell: dict[str, Any], config: EvalConfig, paths: Paths,
-              generator: CachingGenerator | None) -> Iterator[Search]:  # fmt: skip
+def _searcher(
+    cell: dict[str, Any], config: EvalConfig, paths: Paths, generator: CachingGenerator | None
+) -> Iterator[Search]:
     """The cell's retrieval (and reranking of the head) over its index, open while in use."""
     from rag.rerank.cache import ScoreCache
     from rag.rerank.llm import LlmRelevanceReranker
@@ -108,8 +126,13 @@ def _record(search: Search, item: tuple[str, str, str], name: str, depth: int) -
         hits = search(text)
     except MedciteError as exc:
         return ItemRecord(dataset=ds, qid=qid, condition=name, error=f"{type(exc).__name__}: {exc}")
-    return ItemRecord(dataset=ds, qid=qid, condition=name, retrieved=tuple(document_ranking(hits, depth)),
-                      latency_s=round(time.perf_counter() - t0, 4))  # fmt: skip
+    return ItemRecord(
+        dataset=ds,
+        qid=qid,
+        condition=name,
+        retrieved=tuple(document_ranking(hits, depth)),
+        latency_s=round(time.perf_counter() - t0, 4),
+    )
 
 
 def write_trec(records: list[ItemRecord], path: Path) -> int:

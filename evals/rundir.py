@@ -28,9 +28,15 @@ from evals.config import EvalConfig
 from evals.records import ItemRecord, read_records
 
 PACKAGES = (
-    "medcite", "numpy", "bm25s", "faiss-cpu", "torch", "sentence-transformers", "llama-cpp-python",
+    "medcite",
+    "numpy",
+    "bm25s",
+    "faiss-cpu",
+    "torch",
+    "sentence-transformers",
+    "llama-cpp-python",
     "pydantic",
-)  # fmt: skip
+)
 
 
 def git_commit(root: Path) -> str | None:

@@ -61,17 +61,30 @@ def _mcq_record(answer_fn: Callable[[], Any], dataset: str, item: Any, condition
         answer = answer_fn()
     except (MedciteError, ValueError) as exc:
         return ItemRecord(
-            dataset=dataset, qid=item.qid, condition=condition, gold=item.answer, pred=None,
-            latency_s=time.perf_counter() - start, error=f"{type(exc).__name__}: {exc}",
-        )  # fmt: skip
+            dataset=dataset,
+            qid=item.qid,
+            condition=condition,
+            gold=item.answer,
+            pred=None,
+            latency_s=time.perf_counter() - start,
+            error=f"{type(exc).__name__}: {exc}",
+        )
     return ItemRecord(
-        dataset=dataset, qid=item.qid, condition=condition, gold=item.answer, pred=answer.choice,
+        dataset=dataset,
+        qid=item.qid,
+        condition=condition,
+        gold=item.answer,
+        pred=answer.choice,
         option_probs=dict(answer.option_probs or {}),
         retrieved=tuple((h.chunk.chunk_id, round(float(h.score), 6)) for h in answer.evidence),
         latency_s=round(time.perf_counter() - start, 4),
-        extra={"mode": answer.mode, "timings": {k: round(v, 4) for k, v in answer.timings.items()},
-               "notes": list(answer.notes), **_perturbation(item)},
-    )  # fmt: skip
+        extra={
+            "mode": answer.mode,
+            "timings": {k: round(v, 4) for k, v in answer.timings.items()},
+            "notes": list(answer.notes),
+            **_perturbation(item),
+        },
+    )
 
 
 def _perturbation(item: Any) -> dict[str, Any]:
@@ -79,8 +92,11 @@ def _perturbation(item: Any) -> dict[str, Any]:
     meta = getattr(item, "meta", {}) or {}
     if "perturbation" not in meta:
         return {}
-    return {"perturbation": meta["perturbation"], "option_map": dict(meta["option_map"]),
-            "changes": list(meta.get("changes", []))}  # fmt: skip
+    return {
+        "perturbation": meta["perturbation"],
+        "option_map": dict(meta["option_map"]),
+        "changes": list(meta.get("changes", [])),
+    }
 
 
 def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], Any]:
@@ -90,16 +106,23 @@ def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], A
     return lambda: assembled.pipeline.choose(item.question, item.options)
 
 
-def mcq_task_record(model: Generator, assembled: Any, task: Task, config: EvalConfig,
-                    paths: Paths) -> ItemRecord:  # fmt: skip
+def mcq_task_record(
+    model: Generator, assembled: Any, task: Task, config: EvalConfig, paths: Paths
+) -> ItemRecord:
     """A Ray worker's answer to one multiple-choice item (``evals.engine_ray.Task.answer``)."""
     return _mcq_record(_answerer(model, assembled, task.item), task.dataset, task.item, task.condition)
 
 
 def run_mcq(
-    config: EvalConfig, paths: Paths, run: RunDir, generator: CachingGenerator, items: dict[str, list[Any]],
-    summary: RunSummary, progress: bool, pool: RayPool | None = None,
-) -> None:  # fmt: skip
+    config: EvalConfig,
+    paths: Paths,
+    run: RunDir,
+    generator: CachingGenerator,
+    items: dict[str, list[Any]],
+    summary: RunSummary,
+    progress: bool,
+    pool: RayPool | None = None,
+) -> None:
     """Dataset by dataset, every condition of the grid: an interrupted run leaves whole paired
     comparisons for the datasets it finished, not one arm of every dataset.
 
@@ -142,9 +165,16 @@ def _families(items: dict[str, list[Any]]) -> dict[str, list[tuple[str, Any]]]:
 
 
 def _run_cell(
-    cell: dict[str, Any], ds: str, todo: list[tuple[str, Any]], base: Profile, paths: Paths, run: RunDir,
-    generator: CachingGenerator, stats: ConditionStats, progress: bool,
-) -> None:  # fmt: skip
+    cell: dict[str, Any],
+    ds: str,
+    todo: list[tuple[str, Any]],
+    base: Profile,
+    paths: Paths,
+    run: RunDir,
+    generator: CachingGenerator,
+    stats: ConditionStats,
+    progress: bool,
+) -> None:
     def opened() -> AbstractContextManager[Any]:
         if cell["closed_book"]:
             return nullcontext(None)
@@ -154,8 +184,17 @@ def _run_cell(
         dataset, item = pair
         return _mcq_record(_answerer(generator, assembled, item), dataset, item, cell["name"])
 
-    run_condition(todo, opened, answer, run, stats, generator=generator, failed=lambda r: r.pred is None,
-                  desc=f"{ds} {cell['name']}", progress=progress)  # fmt: skip
+    run_condition(
+        todo,
+        opened,
+        answer,
+        run,
+        stats,
+        generator=generator,
+        failed=lambda r: r.pred is None,
+        desc=f"{ds} {cell['name']}",
+        progress=progress,
+    )
 
 
 def generation_cache_path(paths: Paths) -> Path:
@@ -196,8 +235,9 @@ def add_perturbed(config: EvalConfig, items: dict[str, list[Any]], paths: Paths)
     out = dict(items)
     for entry in config.robustness:
         for ds in entry.datasets or list(items):
-            out[f"{ds}{SEPARATOR}{entry.perturbation}"] = perturb_items(items[ds], entry.perturbation,
-                                                                        config.seed, paths)  # fmt: skip
+            out[f"{ds}{SEPARATOR}{entry.perturbation}"] = perturb_items(
+                items[ds], entry.perturbation, config.seed, paths
+            )
     return out
 
 
@@ -226,9 +266,11 @@ def _note_skipped(dataset: str, rows: Sequence[Any], into: dict[str, Any] | None
     from evals.datasets import MCQ_PREFIX, QA_PREFIX
 
     if rows:
-        print(f"medcite: warning: {dataset}: {len(rows)} row(s) skipped as unusable; they are listed under "
-              f"skipped_rows in the run's manifest.json, and `medcite eval validate {dataset}` says why",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"medcite: warning: {dataset}: {len(rows)} row(s) skipped as unusable; they are listed under "
+            f"skipped_rows in the run's manifest.json, and `medcite eval validate {dataset}` says why",
+            file=sys.stderr,
+        )
     if into is not None and dataset.startswith((MCQ_PREFIX, QA_PREFIX)):
         into[dataset] = {"count": len(rows), "rows": [r.as_dict() for r in rows]}
 
@@ -298,17 +340,24 @@ def run_eval(
             run_retrieval(config, paths, run, model, sets, summary, progress)
     finally:
         summary.seconds = time.perf_counter() - start
-        run.write_manifest({
-            "name": config.name, "seed": config.seed,
-            "generator": model.fingerprint() if model is not None else None,
-            "indexes": _index_fingerprints(config, paths),
-            "items": {ds: len(v) for ds, v in items.items()},
-            "queries": {ds: len(s.queries) for ds, s in sets.items()},
-            "answer_items": {ds: len(v) for ds, v in answer_items.items()},
-            "skipped_rows": skipped,
-            "session": {"started": started, "seconds": round(summary.seconds, 1),
-                        "conditions": summary.cost(), "engine": _engine_note(engine, summary)},
-        })  # fmt: skip
+        run.write_manifest(
+            {
+                "name": config.name,
+                "seed": config.seed,
+                "generator": model.fingerprint() if model is not None else None,
+                "indexes": _index_fingerprints(config, paths),
+                "items": {ds: len(v) for ds, v in items.items()},
+                "queries": {ds: len(s.queries) for ds, s in sets.items()},
+                "answer_items": {ds: len(v) for ds, v in answer_items.items()},
+                "skipped_rows": skipped,
+                "session": {
+                    "started": started,
+                    "seconds": round(summary.seconds, 1),
+                    "conditions": summary.cost(),
+                    "engine": _engine_note(engine, summary),
+                },
+            }
+        )
         if model is not None:
             model.close()
     records = run.records()
@@ -317,8 +366,9 @@ def run_eval(
     return summary
 
 
-def _run_model(config: EvalConfig, paths: Paths, generator: Generator | None, engine: RayEngine | None,
-               needed: bool) -> CachingGenerator | None:  # fmt: skip
+def _run_model(
+    config: EvalConfig, paths: Paths, generator: Generator | None, engine: RayEngine | None, needed: bool
+) -> CachingGenerator | None:
     """The run's model behind the run cache: a server pool's identity (its workers call it), the
     given generator, the profile's, or none when nothing in the run asks a model."""
     if engine is not None and engine.servers:
@@ -332,13 +382,24 @@ def _engine_note(engine: RayEngine | None, summary: RunSummary) -> dict[str, Any
     """How this session ran, for the manifest."""
     if engine is None:
         return {"name": "local"}
-    return {"name": "ray", "workers": engine.workers, "address": engine.address,
-            "servers": list(engine.servers), "per_server": engine.per_server,
-            "workers_lost": summary.workers_lost}  # fmt: skip
+    return {
+        "name": "ray",
+        "workers": engine.workers,
+        "address": engine.address,
+        "servers": list(engine.servers),
+        "per_server": engine.per_server,
+        "workers_lost": summary.workers_lost,
+    }
 
 
-def _pool(engine: RayEngine | None, config: EvalConfig, paths: Paths, model: CachingGenerator | None,
-          generator: Generator | None, needed: bool) -> AbstractContextManager[RayPool | None]:  # fmt: skip
+def _pool(
+    engine: RayEngine | None,
+    config: EvalConfig,
+    paths: Paths,
+    model: CachingGenerator | None,
+    generator: Generator | None,
+    needed: bool,
+) -> AbstractContextManager[RayPool | None]:
     """Ray workers for the run's model items, or nothing (the local engine; no model items)."""
     if engine is None or model is None or not needed:
         return nullcontext(None)
@@ -391,14 +452,32 @@ def report_run(folder: Path, paths: Paths) -> Path:
     if manifest_path.is_file():
         for session in json.loads(manifest_path.read_text(encoding="utf-8")).get("sessions", []):
             for name, c in (session.get("conditions") or {}).items():
-                total = cost.setdefault(name, {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0,
-                                               "cache_hits": 0, "cache_misses": 0})  # fmt: skip
+                total = cost.setdefault(
+                    name,
+                    {
+                        "answered": 0,
+                        "skipped": 0,
+                        "failed": 0,
+                        "seconds": 0.0,
+                        "cache_hits": 0,
+                        "cache_misses": 0,
+                    },
+                )
                 for key in ("answered", "failed", "seconds", "cache_hits", "cache_misses"):
                     total[key] += c.get(key, 0)
     if not cost:  # a run killed before it could write its manifest: time from the records
         for r in records:
-            c = cost.setdefault(r.condition, {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0,
-                                              "cache_hits": 0, "cache_misses": 0})  # fmt: skip
+            c = cost.setdefault(
+                r.condition,
+                {
+                    "answered": 0,
+                    "skipped": 0,
+                    "failed": 0,
+                    "seconds": 0.0,
+                    "cache_hits": 0,
+                    "cache_misses": 0,
+                },
+            )
             c["answered"] += 1
             c["failed"] += r.pred is None and r.gold is not None
             c["seconds"] = round(c["seconds"] + r.latency_s, 1)

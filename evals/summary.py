@@ -50,11 +50,14 @@ def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
             out[cond][ds] = {
                 "no_evidence": len(bare),
                 "no_evidence_correct": sum(r.pred == r.gold for r in bare),
-                "n": acc.n, "correct": acc.correct, "accuracy": round(acc.accuracy, 4),
-                "ci": [round(acc.ci_low, 4), round(acc.ci_high, 4)], "no_answer": acc.no_answer,
+                "n": acc.n,
+                "correct": acc.correct,
+                "accuracy": round(acc.accuracy, 4),
+                "ci": [round(acc.ci_low, 4), round(acc.ci_high, 4)],
+                "no_answer": acc.no_answer,
                 "no_answer_reasons": dict(acc.reasons),
                 "median_seconds_per_item": round(float(np.median(latencies)), 2) if latencies else None,
-            }  # fmt: skip
+            }
     return out
 
 
@@ -121,10 +124,12 @@ def retrieval_metrics(records: list[ItemRecord], sets: dict[str, RetrievalSet]) 
             scores = score_run(run, rset.qrels, RETRIEVAL_METRICS, [r.qid for r in judged]) if judged else {}
             latencies = [r.latency_s for r in judged if not r.error]
             out[cond][ds] = {
-                "n": len(judged), "failed": failed, "unjudged_skipped": len(rows) - len(judged),
+                "n": len(judged),
+                "failed": failed,
+                "unjudged_skipped": len(rows) - len(judged),
                 **{m: round(float(v.mean()), 4) for m, v in scores.items()},
                 "median_seconds_per_query": round(float(np.median(latencies)), 4) if latencies else None,
-            }  # fmt: skip
+            }
     return out
 
 
@@ -143,9 +148,12 @@ def item_seconds(records: list[ItemRecord]) -> dict[str, dict[str, float]]:
 
 
 def write_summary(
-    folder: Path, records: list[ItemRecord], sets: dict[str, RetrievalSet], cost: dict[str, Any],
+    folder: Path,
+    records: list[ItemRecord],
+    sets: dict[str, RetrievalSet],
+    cost: dict[str, Any],
     paths: Paths | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     metrics = {
         "mcq": mcq_metrics(records),
         "paired_vs_closed_book": paired_with_leakage(folder, records, paths),
@@ -191,10 +199,19 @@ def _table(header: list[str], rows: list[list[object]]) -> list[str]:
 
 def _mcq_rows(mcq: dict[str, Any]) -> list[list[object]]:
     return [
-        [cond, ds, m["n"], _pct(m["accuracy"]), f"{_pct(m['ci'][0])}–{_pct(m['ci'][1])}", m["no_answer"],
-         f"{m.get('no_evidence', 0)} ({m.get('no_evidence_correct', 0)} right)", m["median_seconds_per_item"]]
-        for cond, per in mcq.items() for ds, m in per.items()
-    ]  # fmt: skip
+        [
+            cond,
+            ds,
+            m["n"],
+            _pct(m["accuracy"]),
+            f"{_pct(m['ci'][0])}–{_pct(m['ci'][1])}",
+            m["no_answer"],
+            f"{m.get('no_evidence', 0)} ({m.get('no_evidence_correct', 0)} right)",
+            m["median_seconds_per_item"],
+        ]
+        for cond, per in mcq.items()
+        for ds, m in per.items()
+    ]
 
 
 def _paired_rows(paired: dict[str, Any]) -> list[list[object]]:
@@ -204,9 +221,20 @@ def _paired_rows(paired: dict[str, Any]) -> list[list[object]]:
     for cond, per in paired.items():
         for ds, r in per.items():
             diff = f"{100 * r['diff']:+.1f} ({100 * r['diff_ci'][0]:+.1f}, {100 * r['diff_ci'][1]:+.1f})"
-            rows.append([cond, ds, r["n"], _pct(r["accuracy_a"]), _pct(r["accuracy_b"]), diff,
-                         f"{r['mcnemar_p']:.3g}", _pct(r["harm_rate"]), _pct(r["help_rate"]),
-                         leaked_cell(r)])  # fmt: skip
+            rows.append(
+                [
+                    cond,
+                    ds,
+                    r["n"],
+                    _pct(r["accuracy_a"]),
+                    _pct(r["accuracy_b"]),
+                    diff,
+                    f"{r['mcnemar_p']:.3g}",
+                    _pct(r["harm_rate"]),
+                    _pct(r["help_rate"]),
+                    leaked_cell(r),
+                ]
+            )
     return rows
 
 
@@ -222,9 +250,11 @@ def _paired_notes(paired: dict[str, Any]) -> list[str]:
         return notes
     side = ["closed-book", "RAG", "harm", "help"]
     header = ["condition", "dataset", "index", "leaked n", *side, "clean n", *side]
-    note = (f"leaked: the index holds the item's question or gold answer passage near-verbatim (containment "
-            f">= {DEFAULT_THRESHOLD} of its word 8-grams in one chunk; `medcite eval leakage`, cached in "
-            "leakage-<index>.json); accuracy, harm and help in % of that side's paired items.")  # fmt: skip
+    note = (
+        f"leaked: the index holds the item's question or gold answer passage near-verbatim (containment "
+        f">= {DEFAULT_THRESHOLD} of its word 8-grams in one chunk; `medcite eval leakage`, cached in "
+        "leakage-<index>.json); accuracy, harm and help in % of that side's paired items."
+    )
     return [*notes, "### Leaked vs clean items", "", *_table(header, rows), note, ""]
 
 
@@ -232,24 +262,51 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
     lines = [f"# Evaluation run `{name}`", ""]
     if metrics["mcq"]:
         lines += ["## Multiple choice: accuracy (95% Wilson CI)", ""]
-        header = ["condition", "dataset", "n", "accuracy", "95% CI", "no answer", "no evidence kept",
-                  "s/item"]  # fmt: skip
+        header = [
+            "condition",
+            "dataset",
+            "n",
+            "accuracy",
+            "95% CI",
+            "no answer",
+            "no evidence kept",
+            "s/item",
+        ]
         lines += _table(header, _mcq_rows(metrics["mcq"]))
-        lines += ["no evidence kept: RAG items whose passages all fell below the evidence threshold "
-                  "(answered without sources); 0 when the run gives every item k passages.", ""]
+        lines += [
+            "no evidence kept: RAG items whose passages all fell below the evidence threshold "
+            "(answered without sources); 0 when the run gives every item k passages.",
+            "",
+        ]
     if metrics["paired_vs_closed_book"]:
         lines += ["## RAG vs closed-book (paired)", ""]
-        header = ["condition", "dataset", "n", "closed-book", "RAG", "diff (95% bootstrap CI)", "McNemar p",
-                  "harm", "help", "leaked"]  # fmt: skip
+        header = [
+            "condition",
+            "dataset",
+            "n",
+            "closed-book",
+            "RAG",
+            "diff (95% bootstrap CI)",
+            "McNemar p",
+            "harm",
+            "help",
+            "leaked",
+        ]
         lines += _table(header, _paired_rows(metrics["paired_vs_closed_book"]))
         lines += _paired_notes(metrics["paired_vs_closed_book"])
     if metrics["retrieval"]:
         lines += ["## Retrieval", ""]
         rows = [
-            [cond, ds, m["n"], *(f"{m.get(k, float('nan')):.3f}" for k in RETRIEVAL_METRICS),
-             m["median_seconds_per_query"]]
-            for cond, per in metrics["retrieval"].items() for ds, m in per.items()
-        ]  # fmt: skip
+            [
+                cond,
+                ds,
+                m["n"],
+                *(f"{m.get(k, float('nan')):.3f}" for k in RETRIEVAL_METRICS),
+                m["median_seconds_per_query"],
+            ]
+            for cond, per in metrics["retrieval"].items()
+            for ds, m in per.items()
+        ]
         lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
     if metrics.get("answers"):
         lines += ["## Free-text answers (judged by the run's model; NaN items excluded and counted)", ""]
@@ -261,19 +318,42 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
                     mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
                     rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
         lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
-        abstention = [(c, ds, a["abstention"]) for c, per in metrics["answers"].items()
-                      for ds, a in per.items() if "abstention" in a]  # fmt: skip
+        abstention = [
+            (c, ds, a["abstention"])
+            for c, per in metrics["answers"].items()
+            for ds, a in per.items()
+            if "abstention" in a
+        ]
         if abstention:
             lines += ["## Answerable vs unanswerable (95% Wilson CI)", ""]
             lines += _table(
-                ["condition", "dataset", "answered (answerable)", "abstained (unanswerable)",
-                 "answered (unanswerable)", "citation precision shown", "citation precision generated"],
-                [[c, ds, *(_rate_cell(a[k]) for k in ("answered_when_answerable",
-                                                       "abstained_when_unanswerable",
-                                                       "answered_when_unanswerable")),
-                  _num(a["citation_precision_shown"]), _num(a["citation_precision_generated"])]
-                 for c, ds, a in abstention],
-            )  # fmt: skip
+                [
+                    "condition",
+                    "dataset",
+                    "answered (answerable)",
+                    "abstained (unanswerable)",
+                    "answered (unanswerable)",
+                    "citation precision shown",
+                    "citation precision generated",
+                ],
+                [
+                    [
+                        c,
+                        ds,
+                        *(
+                            _rate_cell(a[k])
+                            for k in (
+                                "answered_when_answerable",
+                                "abstained_when_unanswerable",
+                                "answered_when_unanswerable",
+                            )
+                        ),
+                        _num(a["citation_precision_shown"]),
+                        _num(a["citation_precision_generated"]),
+                    ]
+                    for c, ds, a in abstention
+                ],
+            )
     lines += robustness_lines(metrics.get("robustness") or {})
     lines += ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
     item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in metrics["item_seconds"].items()]

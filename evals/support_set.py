@@ -70,22 +70,46 @@ class Question:
 # --- perturbations: each returns the changed claim, or None when the rule does not apply -------
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
-_NEGATED = re.compile(r"\b(is|are|was|were|does|do|did|can|could|may|might|should|will|would|has|have|had)"
-                      r" not\b", re.IGNORECASE)  # fmt: skip
+_NEGATED = re.compile(
+    r"\b(is|are|was|were|does|do|did|can|could|may|might|should|will|would|has|have|had)"
+    r" not\b",
+    re.IGNORECASE,
+)
 _NOT_CONTRACTED = re.compile(r"\b(is|are|was|were|does|do|did|has|have|had)n't\b", re.IGNORECASE)
 _AUXILIARY = re.compile(r"\b(is|are|was|were|can|could|may|might|should|will|would)\b", re.IGNORECASE)
 _ANTONYMS = {
-    "increase": "decrease", "increases": "decreases", "increased": "decreased", "increasing": "decreasing",
-    "higher": "lower", "high": "low", "upregulated": "downregulated", "up-regulated": "down-regulated",
-    "upregulates": "downregulates", "activates": "inhibits", "activation": "inhibition",
-    "activator": "inhibitor", "agonist": "antagonist", "positive": "negative", "benign": "malignant",
-    "dominant": "recessive", "gain": "loss", "more": "less", "improves": "worsens", "improved": "worsened",
-    "overexpression": "underexpression", "overexpressed": "underexpressed", "induces": "suppresses",
-    "promotes": "suppresses", "better": "worse", "longer": "shorter", "larger": "smaller",
-}  # fmt: skip
+    "increase": "decrease",
+    "increases": "decreases",
+    "increased": "decreased",
+    "increasing": "decreasing",
+    "higher": "lower",
+    "high": "low",
+    "upregulated": "downregulated",
+    "up-regulated": "down-regulated",
+    "upregulates": "downregulates",
+    "activates": "inhibits",
+    "activation": "inhibition",
+    "activator": "inhibitor",
+    "agonist": "antagonist",
+    "positive": "negative",
+    "benign": "malignant",
+    "dominant": "recessive",
+    "gain": "loss",
+    "more": "less",
+    "improves": "worsens",
+    "improved": "worsened",
+    "overexpression": "underexpression",
+    "overexpressed": "underexpressed",
+    "induces": "suppresses",
+    "promotes": "suppresses",
+    "better": "worse",
+    "longer": "shorter",
+    "larger": "smaller",
+}
 _ANTONYMS.update({b: a for a, b in list(_ANTONYMS.items()) if b not in _ANTONYMS})
-_ANTONYM = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _ANTONYMS), key=len, reverse=True)) + r")\b",
-                      re.IGNORECASE)  # fmt: skip
+_ANTONYM = re.compile(
+    r"\b(" + "|".join(sorted(map(re.escape, _ANTONYMS), key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
 
 
 def change_number(claim: str) -> str | None:
@@ -135,6 +159,7 @@ def change_entity(claim: str, exact: Sequence[str], replacement: str) -> str | N
 
 # --- reading BioASQ ------------------------------------------------------------------------------
 
+
 def claims_of(ideal: object, limit: int) -> tuple[str, ...]:
     answers = ideal if isinstance(ideal, list) else [ideal]
     text = " ".join(str(answers[0]).split()) if answers and answers[0] else ""
@@ -168,8 +193,10 @@ def article_texts(snippet_ids: Iterable[str], snippets: dict[str, dict[str, str]
         row = snippets.get(sid)
         if row:
             by_pmid.setdefault(row["pmid"], {})[row["section"]] = " ".join(row["text"].split())
-    parts = [". ".join(p for p in (s.get("title", "").rstrip("."), s.get("abstract", "")) if p)
-             for s in by_pmid.values()]  # fmt: skip
+    parts = [
+        ". ".join(p for p in (s.get("title", "").rstrip("."), s.get("abstract", "")) if p)
+        for s in by_pmid.values()
+    ]
     return tuple(p for p in parts if p)
 
 
@@ -180,8 +207,9 @@ def gold_passage(qid: str, snippet_ids: Sequence[str], snippets: dict[str, dict[
     return Chunk(f"support:{qid}#0", f"support:{qid}", "", (), "bioasq", "", "", 0, len(text), text)
 
 
-def read_questions(source_data: Path, *, dev_questions: int = 300, claims_per_question: int = 2,
-                   seed: int = 13) -> list[Question]:  # fmt: skip
+def read_questions(
+    source_data: Path, *, dev_questions: int = 300, claims_per_question: int = 2, seed: int = 13
+) -> list[Question]:
     """Test (all of 11B) and dev (a seeded 7B-10B sample) questions with claims and a passage."""
     rows = bioasq_rows(source_data)
     snippets = read_snippets(source_data)
@@ -197,16 +225,24 @@ def read_questions(source_data: Path, *, dev_questions: int = 300, claims_per_qu
         passage = gold_passage(str(row["id"]), [str(s) for s in row.get("snippet_ids", [])], snippets)
         if not claims or passage is None:
             continue
-        question = Question(str(row["id"]), split, str(row["body"]), claims, exact_answers(row),
-                            frozenset(str(p) for p in row.get("pmids", [])), passage)  # fmt: skip
+        question = Question(
+            str(row["id"]),
+            split,
+            str(row["body"]),
+            claims,
+            exact_answers(row),
+            frozenset(str(p) for p in row.get("pmids", [])),
+            passage,
+        )
         (out if split == "test" else dev_pool).append(question)
     dev_pool.sort(key=lambda q: q.qid)
     out.extend(random.Random(seed).sample(dev_pool, min(dev_questions, len(dev_pool))))
     return out
 
 
-def build_pairs(questions: Sequence[Question], nearest: Callable[[Sequence[Question]], dict[str, str]],
-                seed: int = 13) -> list[SupportPair]:  # fmt: skip
+def build_pairs(
+    questions: Sequence[Question], nearest: Callable[[Sequence[Question]], dict[str, str]], seed: int = 13
+) -> list[SupportPair]:
     """Every pair kind for every claim; ``nearest`` maps a qid to its most similar other question
     (of the same split, sharing no PubMed id) and is given one split at a time."""
     rng = random.Random(seed)
@@ -226,13 +262,16 @@ def build_pairs(questions: Sequence[Question], nearest: Callable[[Sequence[Quest
                 made: list[tuple[str, str | None, Chunk]] = [
                     ("own", claim, q.passage),
                     ("other", claim, rng.choice(others).passage),
-                    ("near", claim if q.qid in near else None, by_id[near[q.qid]].passage if q.qid in near
-                     else q.passage),
+                    (
+                        "near",
+                        claim if q.qid in near else None,
+                        by_id[near[q.qid]].passage if q.qid in near else q.passage,
+                    ),
                     ("number", change_number(claim), q.passage),
                     ("negation", change_negation(claim), q.passage),
                     ("antonym", change_direction(claim), q.passage),
                     ("entity", entity, q.passage),
-                ]  # fmt: skip
+                ]
                 for kind, text, passage in made:
                     if text is not None and (text != claim or kind not in PERTURBATIONS):
                         pairs.append(SupportPair(q.qid, split, kind, int(kind == "own"), text, passage))

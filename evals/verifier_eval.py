@@ -68,9 +68,11 @@ def summarise(
     labels = np.array([p.label for p in pairs])
     s = np.array(scores, dtype=np.float64)
     out: dict[str, Any] = {
-        "pairs": len(pairs), "supported": int(labels.sum()), "roc_auc": roc_auc(s, labels),
+        "pairs": len(pairs),
+        "supported": int(labels.sum()),
+        "roc_auc": roc_auc(s, labels),
         "at_profile_threshold": precision_recall(s, labels, PROFILE_THRESHOLD),
-    }  # fmt: skip
+    }
     oracle = threshold_for_recall(s, labels, TARGET_RECALL)  # chosen on these scores: an upper bound
     out["precision_at_recall_0.80"] = precision_recall(s, labels, oracle)
     if dev_threshold is not None:
@@ -109,18 +111,27 @@ def _verifier_report(pairs: Sequence[SupportPair], support: np.ndarray) -> dict[
     dev = [i for i, p in enumerate(pairs) if p.split == "dev"]
     test = [i for i, p in enumerate(pairs) if p.split == "test"]
     dev_threshold = threshold_for_recall(support[dev], [pairs[i].label for i in dev], TARGET_RECALL)
-    return {"dev_threshold_for_recall_0.80": dev_threshold,
-            "dev": summarise([pairs[i] for i in dev], support[dev], None),
-            "test": summarise([pairs[i] for i in test], support[test], dev_threshold)}  # fmt: skip
+    return {
+        "dev_threshold_for_recall_0.80": dev_threshold,
+        "dev": summarise([pairs[i] for i in dev], support[dev], None),
+        "test": summarise([pairs[i] for i in test], support[test], dev_threshold),
+    }
 
 
 PAIRED = ("roc_auc", "precision_at_threshold", "recall_at_threshold")
 
 
 def paired_by_question(
-    qids: Sequence[str], labels: Sequence[int], a: np.ndarray, b: np.ndarray, t_a: float, t_b: float,
-    *, resamples: int = 2000, seed: int = 13,
-) -> dict[str, Any]:  # fmt: skip
+    qids: Sequence[str],
+    labels: Sequence[int],
+    a: np.ndarray,
+    b: np.ndarray,
+    t_a: float,
+    t_b: float,
+    *,
+    resamples: int = 2000,
+    seed: int = 13,
+) -> dict[str, Any]:
     """B minus A in ROC-AUC, precision and recall (each at its own threshold), with 95% intervals.
 
     Pairs of one question share a claim and a passage, so they are not independent: the bootstrap
@@ -136,12 +147,21 @@ def paired_by_question(
 
     def stats(rows: np.ndarray) -> np.ndarray:
         pa, pb = precision_recall(a[rows], y[rows], t_a), precision_recall(b[rows], y[rows], t_b)
-        return np.array([roc_auc(b[rows], y[rows]) - roc_auc(a[rows], y[rows]),
-                         pb["precision"] - pa["precision"], pb["recall"] - pa["recall"]])  # fmt: skip
+        return np.array(
+            [
+                roc_auc(b[rows], y[rows]) - roc_auc(a[rows], y[rows]),
+                pb["precision"] - pa["precision"],
+                pb["recall"] - pa["recall"],
+            ]
+        )
 
     rng = np.random.default_rng(seed)
-    draws = np.array([stats(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))]))
-                      for _ in range(resamples)])  # fmt: skip
+    draws = np.array(
+        [
+            stats(np.concatenate([members[g] for g in rng.integers(0, len(members), len(members))]))
+            for _ in range(resamples)
+        ]
+    )
     point = stats(np.arange(len(y)))
     out: dict[str, Any] = {"questions": len(members), "pairs": len(y), "resamples": resamples}
     for k, name in enumerate(PAIRED):
@@ -155,14 +175,18 @@ def _paired(rows: Sequence[dict[str, Any]], report: dict[str, Any]) -> dict[str,
     test = [r for r in rows if r["split"] == "test"]
     key = "dev_threshold_for_recall_0.80"
     return paired_by_question(
-        [r["qid"] for r in test], [r["label"] for r in test],
-        np.array([r["heuristic"] for r in test]), np.array([r["support"] for r in test]),
-        report["heuristic"][key], report["trained"][key],
-    )  # fmt: skip
+        [r["qid"] for r in test],
+        [r["label"] for r in test],
+        np.array([r["heuristic"] for r in test]),
+        np.array([r["support"] for r in test]),
+        report["heuristic"][key],
+        report["trained"][key],
+    )
 
 
-def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int,
-        model: Path | None) -> dict[str, Any]:  # fmt: skip
+def run(
+    paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int, model: Path | None
+) -> dict[str, Any]:
     from indexes.embedder import MiniLmEmbedder
 
     started = time.perf_counter()
@@ -183,9 +207,10 @@ def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: 
     if trained is not None:
         report["trained"] = _verifier_report(pairs, np.array([s.support for s in heuristic]))
         report["trained"]["model"] = {
-            "path": str(trained.folder), "adapter_sha256": trained.manifest["adapter_sha256"],
+            "path": str(trained.folder),
+            "adapter_sha256": trained.manifest["adapter_sha256"],
             "threshold": trained.threshold,
-        }  # fmt: skip
+        }
     dev_threshold = report["heuristic"]["dev_threshold_for_recall_0.80"]
     judged: dict[int, PairSupport] = {}
     if judge_pairs:
@@ -194,8 +219,11 @@ def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: 
 
         generator = make_generator(load_profile("default").generator, paths)
         sample = judge_sample(pairs, judge_pairs, seed)
-        with_judge = score_all(SupportVerifier(embedder, judge=generator), [pairs[i] for i in sample],
-                               "verifier (with LLM judge)")  # fmt: skip
+        with_judge = score_all(
+            SupportVerifier(embedder, judge=generator),
+            [pairs[i] for i in sample],
+            "verifier (with LLM judge)",
+        )
         judged = dict(zip(sample, with_judge, strict=True))
         sampled = [pairs[i] for i in sample]
         report["with_judge_sample"] = {
@@ -204,10 +232,15 @@ def run(paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: 
             "judge_alone": summarise(sampled, [s.judge or 0.0 for s in with_judge], None),
         }
     report["seconds"] = round(time.perf_counter() - started, 1)
-    command = (f"python -m evals.verifier_eval --out {out} --judge-pairs {judge_pairs} --seed {seed}"
-               f" --dev-questions {dev_questions} --model {model or 'none'}")  # fmt: skip
-    report["environment"] = {"python": platform.python_version(), "machine": platform.machine(),
-                             "command": command}  # fmt: skip
+    command = (
+        f"python -m evals.verifier_eval --out {out} --judge-pairs {judge_pairs} --seed {seed}"
+        f" --dev-questions {dev_questions} --model {model or 'none'}"
+    )
+    report["environment"] = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "command": command,
+    }
     scored = enumerate(zip(pairs, heuristic, strict=True))
     rows = [_row(pair, score, judged.get(i)) for i, (pair, score) in scored]
     if trained is not None:
@@ -263,12 +296,19 @@ def _by_kind(
             row += f" {k.get('accepted', k.get('caught')):.3f} | {at_dev:.3f} |"
         lines.append(row)
     if sample:
-        lines += ["", "Judge sample (heuristic vs heuristic with the LLM judge, at 0.5):", "",
-                  "| kind | heuristic | with judge |", "|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            "Judge sample (heuristic vs heuristic with the LLM judge, at 0.5):",
+            "",
+            "| kind | heuristic | with judge |",
+            "|---|---|---|",
+        ]
         for kind, h in sample["heuristic"]["by_kind"].items():
             j = sample["with_judge"]["by_kind"][kind]
-            lines.append(f"| {kind} | {h.get('accepted', h.get('caught')):.3f} | "
-                         f"{j.get('accepted', j.get('caught')):.3f} |")  # fmt: skip
+            lines.append(
+                f"| {kind} | {h.get('accepted', h.get('caught')):.3f} | "
+                f"{j.get('accepted', j.get('caught')):.3f} |"
+            )
     return lines
 
 
@@ -290,23 +330,33 @@ def markdown(report: dict[str, Any]) -> str:
     ]
     for name, entry in verifiers:
         t = entry["test"]
-        lines.append(f"| {name} | {t['pairs']} | {t['roc_auc']:.3f} | {_pr(t['at_profile_threshold'])} | "
-                     f"{_pr(t['at_dev_threshold'])} (t={entry['dev_threshold_for_recall_0.80']:.3f}) | "
-                     f"{t['precision_at_recall_0.80']['precision']:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {t['pairs']} | {t['roc_auc']:.3f} | {_pr(t['at_profile_threshold'])} | "
+            f"{_pr(t['at_dev_threshold'])} (t={entry['dev_threshold_for_recall_0.80']:.3f}) | "
+            f"{t['precision_at_recall_0.80']['precision']:.3f} |"
+        )
     paired = report.get("paired_test")
     if paired:
-        diffs = [f"{k.replace('_', ' ')} {paired[k]['difference']:+.3f} "
-                 f"({paired[k]['ci95'][0]:+.3f}..{paired[k]['ci95'][1]:+.3f})" for k in PAIRED]  # fmt: skip
+        diffs = [
+            f"{k.replace('_', ' ')} {paired[k]['difference']:+.3f} "
+            f"({paired[k]['ci95'][0]:+.3f}..{paired[k]['ci95'][1]:+.3f})"
+            for k in PAIRED
+        ]
         n, questions = paired["resamples"], paired["questions"]
-        lines += ["", "Trained model minus heuristic on the test pairs, each at its dev threshold (95% "
-                  f"intervals, {n} bootstrap resamples of the {questions} questions): "
-                  + ", ".join(diffs) + ".", ""]  # fmt: skip
+        lines += [
+            "",
+            "Trained model minus heuristic on the test pairs, each at its dev threshold (95% "
+            f"intervals, {n} bootstrap resamples of the {questions} questions): " + ", ".join(diffs) + ".",
+            "",
+        ]
     sample = report.get("with_judge_sample")
     if sample:
         for name in ("heuristic", "with_judge", "judge_alone"):
             e = sample[name]
-            lines.append(f"| {name.replace('_', ' ')} (judge sample) | {e['pairs']} | {e['roc_auc']:.3f} | "
-                         f"{_pr(e['at_profile_threshold'])} | | |")  # fmt: skip
+            lines.append(
+                f"| {name.replace('_', ' ')} (judge sample) | {e['pairs']} | {e['roc_auc']:.3f} | "
+                f"{_pr(e['at_profile_threshold'])} | | |"
+            )
     lines += _by_kind(test, verifiers, sample)
     lines += ["", f"Run time {report['seconds']:.0f} s on {report['environment']['machine']}.", ""]
     return "\n".join(lines)
@@ -339,8 +389,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(markdown(add_paired(args.out)))
         return 0
     model = _model_arg(args.model)
-    report = run(Paths.from_env(), args.out, judge_pairs=args.judge_pairs, seed=args.seed,
-                 dev_questions=args.dev_questions, model=model)  # fmt: skip
+    report = run(
+        Paths.from_env(),
+        args.out,
+        judge_pairs=args.judge_pairs,
+        seed=args.seed,
+        dev_questions=args.dev_questions,
+        model=model,
+    )
     print(markdown(report))
     return 0
 

@@ -56,10 +56,15 @@ class _Layer(nn.Module):  # type: ignore[misc]
 
 # Hugging Face name -> our name, per layer.
 _LAYER_NAMES = {
-    "attention.self.query": "q", "attention.self.key": "k", "attention.self.value": "v",
-    "attention.output.dense": "attn_out", "attention.output.LayerNorm": "attn_norm",
-    "intermediate.dense": "ffn_in", "output.dense": "ffn_out", "output.LayerNorm": "ffn_norm",
-}  # fmt: skip
+    "attention.self.query": "q",
+    "attention.self.key": "k",
+    "attention.self.value": "v",
+    "attention.output.dense": "attn_out",
+    "attention.output.LayerNorm": "attn_norm",
+    "intermediate.dense": "ffn_in",
+    "output.dense": "ffn_out",
+    "output.LayerNorm": "ffn_norm",
+}
 
 
 class MiniLmEncoder(nn.Module):  # type: ignore[misc]

@@ -250,8 +250,13 @@ def write_bm25_globals(
         tokens[tid] = token
     (folder / "vocab.json").write_text(json.dumps(tokens, ensure_ascii=False))
     np.save(folder / "df.npy", np.asarray(stats.df, dtype=np.int64), allow_pickle=False)
-    meta = {"format": FORMAT, "n_docs": stats.n_docs, "total_tokens": stats.total_tokens,
-            "delta": DELTA, "ranges": [list(r) for r in ranges]}  # fmt: skip
+    meta = {
+        "format": FORMAT,
+        "n_docs": stats.n_docs,
+        "total_tokens": stats.total_tokens,
+        "delta": DELTA,
+        "ranges": [list(r) for r in ranges],
+    }
     (folder / "sharded.json").write_text(json.dumps(meta))
     (folder / "medcite_bm25.json").write_text(json.dumps({"backend": "bm25s", **asdict(params)}))
 

@@ -237,8 +237,12 @@ class SqliteCache(Generic[K, V]):
     def _replace_broken(self, exc: BaseException, seen: tuple[int, int] | None) -> None:
         """Move the broken file aside, unless another process already replaced it since ``seen``."""
         if seen is not None and _identity(self.path) != seen:
-            log.warning("%s %s was replaced by another process after an error (%s); reopening it",
-                        self.label, self.path, exc)  # fmt: skip
+            log.warning(
+                "%s %s was replaced by another process after an error (%s); reopening it",
+                self.label,
+                self.path,
+                exc,
+            )
             return
         stamp = time.strftime("%Y%m%dT%H%M%S")
         target = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")

@@ -59,9 +59,11 @@ def _index_commands(sub: Sub) -> None:
     build.add_argument("--fetch", action="store_true", help="download public sources first (needs a network)")
     build.add_argument("--no-dense", action="store_true", help="BM25 only (no embedder needed)")
     build.add_argument(
-        "--dense-kind", choices=["flat", "hnsw", "ivfpq"], default="flat",
+        "--dense-kind",
+        choices=["flat", "hnsw", "ivfpq"],
+        default="flat",
         help="flat: exact; hnsw: graph, in RAM; ivfpq: compressed codes on disk, re-scored exactly",
-    )  # fmt: skip
+    )
     build.add_argument("--lexical", choices=["bm25s", "rank-bm25"], default="bm25s")
     build.add_argument(
         "--max-tokens", type=int, default=ChunkerConfig.max_tokens, help="wordpieces per chunk"
@@ -130,8 +132,12 @@ def _model_commands(sub: Sub) -> None:
     trainer.add_argument("--seed", type=int, default=13)
     trainer.add_argument("--epochs", type=int, default=3)
     trainer.add_argument("--medquad-questions", type=int, default=3000)
-    trainer.add_argument("--trainable-from", type=int, default=4,
-                         help="first of the 6 layers to train, 0-5 (those below are frozen)")  # fmt: skip
+    trainer.add_argument(
+        "--trainable-from",
+        type=int,
+        default=4,
+        help="first of the 6 layers to train, 0-5 (those below are frozen)",
+    )
     trainer.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     support = models.add_parser(
         "train-support", help="train the support verifier on BioASQ 7B-10B claims (CPU, resumable)"
@@ -180,18 +186,22 @@ def _eval_commands(sub: Sub) -> None:
 def _eval_engine_args(run: argparse.ArgumentParser) -> None:
     """``medcite eval run --engine ray [--workers N] [--address HOST:PORT] [--server URL ..]``."""
     run.add_argument(
-        "--engine", choices=("local", "ray"), default="local",
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
         help="local: this process answers every item (default); ray: items fan out to Ray workers",
-    )  # fmt: skip
+    )
     run.add_argument("--workers", type=int, default=2, help="with --engine ray: worker actors (default 2)")
     run.add_argument(
         "--address", help="with --engine ray: a running cluster (default: RAY_ADDRESS, else local)"
     )
     run.add_argument(
-        "--server", action="append", metavar="URL",
+        "--server",
+        action="append",
+        metavar="URL",
         help="with --engine ray and an OpenAI-compatible profile: a server of the pool (repeatable), "
         "e.g. http://10.0.0.5:8080/v1",
-    )  # fmt: skip
+    )
     run.add_argument("--per-server", type=int, default=1, help="with --server: items in flight per server")
 
 
@@ -204,25 +214,33 @@ def _eval_engine(args: argparse.Namespace) -> Any:
         if args.server or args.address:
             raise ConfigError("--server and --address go with --engine ray")
         return None
-    return RayEngine(workers=args.workers, address=args.address, servers=tuple(args.server or ()),
-                     per_server=args.per_server)  # fmt: skip
+    return RayEngine(
+        workers=args.workers,
+        address=args.address,
+        servers=tuple(args.server or ()),
+        per_server=args.per_server,
+    )
 
 
 def _columns_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--columns", action="append", metavar="NAME=COLUMN,..",
+        "--columns",
+        action="append",
+        metavar="NAME=COLUMN,..",
         help="mcq:/qa: files: the file's column for each standard name, e.g. question=stem,answer=key "
         "(also split=NAME, answer_base=0|1)",
-    )  # fmt: skip
+    )
 
 
 def _dataset_run_args(run: argparse.ArgumentParser) -> None:
     """``medcite eval run --dataset SPEC ..``: a run without a config file."""
     run.add_argument(
-        "--dataset", action="append", metavar="SPEC",
+        "--dataset",
+        action="append",
+        metavar="SPEC",
         help="instead of a config: mcq:FILE, qa:FILE or a built-in set (repeatable); closed-book vs the "
         "profile's RAG",
-    )  # fmt: skip
+    )
     run.add_argument("--n", type=int, help="with --dataset: a seeded sample of this many items per set")
     run.add_argument("--profile", help="with --dataset: the pipeline profile (default: default)")
     run.add_argument("--name", help="with --dataset: the run name (default: the file stems)")
@@ -392,10 +410,12 @@ def _cmd_models_train_reranker(args: argparse.Namespace, paths: Paths) -> int:
         torch.set_num_threads(args.threads)
     out = args.out or paths.data_dir / "models" / "relevance-minilm"
     folder = train_reranker(
-        paths, out, PairConfig(seed=args.seed, medquad_questions=args.medquad_questions),
+        paths,
+        out,
+        PairConfig(seed=args.seed, medquad_questions=args.medquad_questions),
         FitConfig(seed=args.seed, epochs=args.epochs, trainable_from=args.trainable_from),
         index_name=args.index,
-    )  # fmt: skip
+    )
     print(
         f'relevance model written to {folder}; use it with [rerank] backend = "trained", '
         f'model_path = "{folder}", or copy it to rag/rerank/weights/relevance-minilm to ship it'
@@ -498,9 +518,15 @@ def _cmd_eval_leakage(args: argparse.Namespace, paths: Paths) -> int:
     from evals.leakage_run import format_report, leakage_report
 
     report = leakage_report(
-        paths, args.index, args.dataset, threshold=args.threshold, ngram=args.ngram, n=args.n,
-        seed=args.seed, progress=not args.quiet,
-    )  # fmt: skip
+        paths,
+        args.index,
+        args.dataset,
+        threshold=args.threshold,
+        ngram=args.ngram,
+        n=args.n,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
     print(format_report(report))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

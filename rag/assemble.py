@@ -111,8 +111,9 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
                 from rag.check.answer_judge import AnswerJudge
 
                 answer_judge = AnswerJudge(generator, v.answer_judge, floor=v.judge_above)
-            verifier = SupportVerifier(embedder, threshold=v.threshold, judge=judge, model=support_model,
-                                       answer_judge=answer_judge)  # fmt: skip
+            verifier = SupportVerifier(
+                embedder, threshold=v.threshold, judge=judge, model=support_model, answer_judge=answer_judge
+            )
     except BaseException:
         index.close()
         raise

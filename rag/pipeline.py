@@ -76,14 +76,20 @@ class PipelineSettings:
     def from_profile(cls, profile: Profile) -> PipelineSettings:
         r, rerank, gen = profile.retrieval, profile.rerank, profile.generator
         return cls(
-            candidates=r.candidates, rerank_candidates=rerank.candidates, threshold=rerank.threshold,
-            keep=rerank.keep, evidence_order=rerank.order, sentence_budget=rerank.sentence_budget,
-            max_tokens=gen.max_tokens, temperature=gen.temperature, reformulation=profile.reformulation.kind,
+            candidates=r.candidates,
+            rerank_candidates=rerank.candidates,
+            threshold=rerank.threshold,
+            keep=rerank.keep,
+            evidence_order=rerank.order,
+            sentence_budget=rerank.sentence_budget,
+            max_tokens=gen.max_tokens,
+            temperature=gen.temperature,
+            reformulation=profile.reformulation.kind,
             reformulation_tokens=profile.reformulation.max_tokens,
             filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
             support_policy=profile.verify.policy,
             gate_rules=_rules(profile),
-        )  # fmt: skip
+        )
 
 
 def _rules(profile: Profile) -> GateRules:
@@ -169,9 +175,13 @@ class Pipeline:
     def with_settings(self, **changes: Any) -> Pipeline:
         """The same components with some settings changed (per-request max_tokens, temperature, stop)."""
         other = Pipeline(
-            self.retriever, self.reranker, self.generator, verifier=self.verifier,
-            settings=dataclasses.replace(self.settings, **changes), vocabulary=self._vocabulary_source,
-        )  # fmt: skip
+            self.retriever,
+            self.reranker,
+            self.generator,
+            verifier=self.verifier,
+            settings=dataclasses.replace(self.settings, **changes),
+            vocabulary=self._vocabulary_source,
+        )
         other._vocabulary = self._vocabulary
         return other
 
@@ -208,9 +218,15 @@ class Pipeline:
             notes.extend(set_aside)
         try:
             kept, dropped = clock.run(
-                "rerank", rerank_and_filter, self.reranker, question, candidates,
-                threshold=s.threshold, max_keep=s.keep, retrieval_order=s.evidence_order == "retrieval",
-            )  # fmt: skip
+                "rerank",
+                rerank_and_filter,
+                self.reranker,
+                question,
+                candidates,
+                threshold=s.threshold,
+                max_keep=s.keep,
+                retrieval_order=s.evidence_order == "retrieval",
+            )
         except (GeneratorError, ModelError) as exc:
             kept = [dataclasses.replace(h, rank=n) for n, h in enumerate(candidates[: s.keep], start=1)]
             dropped = list(candidates[s.keep :])
@@ -295,17 +311,27 @@ class Pipeline:
         if closed_book:
             messages = prompts.closed_book_messages(question)
             text, usage = yield from self._generate(messages, clock, stream_tokens)
-            yield Answer(question=question, text=text.strip(), mode="closed-book", timings=clock.timings,
-                         usage=usage, notes=(prompts.closed_book_label(),))  # fmt: skip
+            yield Answer(
+                question=question,
+                text=text.strip(),
+                mode="closed-book",
+                timings=clock.timings,
+                usage=usage,
+                notes=(prompts.closed_book_label(),),
+            )
             return
         found = self.evidence(question, filters=filters, clock=clock, history=history)
         gate = SupportGate(
-            question, found.kept, self.verifier, self.settings.support_policy,
-            abstain_token=prompts.abstain_token(), vocabulary=self.vocabulary(),
+            question,
+            found.kept,
+            self.verifier,
+            self.settings.support_policy,
+            abstain_token=prompts.abstain_token(),
+            vocabulary=self.vocabulary(),
             rules=self.settings.gate_rules,
             relevance=bool(getattr(self.reranker, "scores_are_probabilities", False)),
             relevance_of=self._answer_scorer(),
-        )  # fmt: skip
+        )
         reason = self._no_generation_reason(found, gate)
         if reason is not None:
             abstention = self._abstain(question, clock, found, reason)
@@ -326,9 +352,14 @@ class Pipeline:
         return gate.off_topic_everywhere()
 
     def _generate_gated(
-        self, question: str, clock: Clock, found: Evidence, gate: SupportGate, stream_tokens: bool,
+        self,
+        question: str,
+        clock: Clock,
+        found: Evidence,
+        gate: SupportGate,
+        stream_tokens: bool,
         cancelled: Callable[[], bool] | None,
-    ) -> Iterator[str | Answer]:  # fmt: skip
+    ) -> Iterator[str | Answer]:
         """Generate from the kept passages; the gate lets each sentence out once verified."""
         pieces = self._generate(prompts.rag_messages(question, found.kept), clock, stream_tokens)
         raw, sent = "", ""
@@ -427,19 +458,35 @@ class Pipeline:
         if not result.citations:
             notes.append("the answer carries no valid citation; treat it as unverified")
         return Answer(
-            question=question, text=result.text, mode="rag", citations=result.citations,
-            sentences=result.sentences, evidence=tuple(found.kept), timings=clock.timings,
-            usage=found.usage, notes=tuple(notes),
-        )  # fmt: skip
+            question=question,
+            text=result.text,
+            mode="rag",
+            citations=result.citations,
+            sentences=result.sentences,
+            evidence=tuple(found.kept),
+            timings=clock.timings,
+            usage=found.usage,
+            notes=tuple(notes),
+        )
 
     def _abstain(
-        self, question: str, clock: Clock, found: Evidence, *why: str,
+        self,
+        question: str,
+        clock: Clock,
+        found: Evidence,
+        *why: str,
         sentences: tuple[SentenceSupport, ...] = (),
-    ) -> Answer:  # fmt: skip
+    ) -> Answer:
         return Answer(
-            question=question, text=prompts.abstain_message(), mode="abstained", sentences=sentences,
-            evidence=tuple(found.kept), timings=clock.timings, usage=found.usage, notes=(*found.notes, *why),
-        )  # fmt: skip
+            question=question,
+            text=prompts.abstain_message(),
+            mode="abstained",
+            sentences=sentences,
+            evidence=tuple(found.kept),
+            timings=clock.timings,
+            usage=found.usage,
+            notes=(*found.notes, *why),
+        )
 
     def _degraded(
         self, question: str, clock: Clock, found: Evidence, reason: str, *, gate: SupportGate | None = None
@@ -454,10 +501,16 @@ class Pipeline:
         if sofar is not None and sofar.text:
             text = f"{sofar.text}\n\n{text}"
         return Answer(
-            question=question, text=text, mode="degraded", evidence=tuple(found.kept), timings=clock.timings,
-            citations=sofar.citations if sofar else (), sentences=sofar.sentences if sofar else (),
-            usage=found.usage, notes=(*found.notes, f"generator error: {reason}"),
-        )  # fmt: skip
+            question=question,
+            text=text,
+            mode="degraded",
+            evidence=tuple(found.kept),
+            timings=clock.timings,
+            citations=sofar.citations if sofar else (),
+            sentences=sofar.sentences if sofar else (),
+            usage=found.usage,
+            notes=(*found.notes, f"generator error: {reason}"),
+        )
 
     # -- multiple choice ------------------------------------------------------------------------
     def choose(

@@ -67,9 +67,10 @@ def answer_to_text(answer: Answer) -> str:
         shown = sum(1 for s in answer.sentences if s.status == "shown")
         total = len(answer.sentences)
         extra = "".join(
-            f", {n} {status}" for status in ("flagged", "removed")
+            f", {n} {status}"
+            for status in ("flagged", "removed")
             if (n := sum(1 for s in answer.sentences if s.status == status))
-        )  # fmt: skip
+        )
         header = f"Answer ({answer.mode}; {shown}/{total} sentences supported by their sources{extra})"
     elif answer.mode == "rag" and not answer.citations:
         header = "Answer (rag; no valid citation: unverified)"

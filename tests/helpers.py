@@ -37,10 +37,17 @@ def make_chunk(chunk_id: str, text: str, **fields: Any) -> Chunk:
     section Overview, source test, licence CC0; ``fields`` replace any of those."""
     doc_id = chunk_id.split("#")[0]
     defaults: dict[str, Any] = {
-        "chunk_id": chunk_id, "doc_id": doc_id, "title": doc_id, "section": ("Overview",),
-        "source": "test", "url": f"https://example.org/{chunk_id}", "license": "CC0",
-        "start": 0, "end": len(text), "text": text,
-    }  # fmt: skip
+        "chunk_id": chunk_id,
+        "doc_id": doc_id,
+        "title": doc_id,
+        "section": ("Overview",),
+        "source": "test",
+        "url": f"https://example.org/{chunk_id}",
+        "license": "CC0",
+        "start": 0,
+        "end": len(text),
+        "text": text,
+    }
     return Chunk(**{**defaults, **fields})
 
 
@@ -158,8 +165,12 @@ class ScriptedVerifier:
     contains a phrase of ``only_from`` against passages not listed for it (0.1). Records the
     claims it was asked about, call by call."""
 
-    def __init__(self, unsupported: Sequence[str] = (), threshold: float = 0.5,
-                 only_from: dict[str, Sequence[int]] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        unsupported: Sequence[str] = (),
+        threshold: float = 0.5,
+        only_from: dict[str, Sequence[int]] | None = None,
+    ) -> None:
         self.unsupported = tuple(unsupported)
         self.only_from = dict(only_from or {})
         self.threshold = threshold
@@ -236,7 +247,10 @@ def mcq_run_config(name: str, *, seed: int, **changes: Any) -> Any:
 
     grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
     raw = {
-        "name": name, "profile": "fast", "seed": seed,
-        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}], "grid": grid,
-    }  # fmt: skip
+        "name": name,
+        "profile": "fast",
+        "seed": seed,
+        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}],
+        "grid": grid,
+    }
     return EvalConfig.model_validate({**raw, **changes})

@@ -136,13 +136,22 @@ def completion(body: dict[str, Any]) -> dict[str, Any]:
     best = preferred(prompt, letters)
     top = [{"token": c, "logprob": -0.2 if c == best else -2.5, "bytes": None} for c in letters]
     return {
-        "id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-        "choices": [{"index": 0, "finish_reason": "length",
-                     "message": {"role": "assistant", "content": best},
-                     "logprobs": {"content": [{"token": best, "logprob": -0.2, "bytes": None,
-                                               "top_logprobs": top}]}}],
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "length",
+                "message": {"role": "assistant", "content": best},
+                "logprobs": {
+                    "content": [{"token": best, "logprob": -0.2, "bytes": None, "top_logprobs": top}]
+                },
+            }
+        ],
         "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
-    }  # fmt: skip
+    }
 
 
 @contextlib.contextmanager

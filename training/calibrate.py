@@ -55,8 +55,15 @@ def reliability(p: np.ndarray, y: np.ndarray, bins: int = 10) -> dict[str, Any]:
         if n:
             mean_p, rate = float(p[inside].mean()), float(y[inside].mean())
             ece += n / len(p) * abs(mean_p - rate)
-            rows.append({"low": float(edges[b]), "high": float(edges[b + 1]), "n": n,
-                         "mean_predicted": mean_p, "observed": rate})  # fmt: skip
+            rows.append(
+                {
+                    "low": float(edges[b]),
+                    "high": float(edges[b + 1]),
+                    "n": n,
+                    "mean_predicted": mean_p,
+                    "observed": rate,
+                }
+            )
     return {"bins": rows, "ece": float(ece), "n": len(p)}
 
 

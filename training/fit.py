@@ -139,8 +139,9 @@ class Checkpoint:
         for name, steps in state.get("adam_steps", {}).items():
             optimizer.state[names[name]] = {
                 "step": torch.tensor(steps),
-                "exp_avg": tensors[f"exp_avg/{name}"], "exp_avg_sq": tensors[f"exp_avg_sq/{name}"],
-            }  # fmt: skip
+                "exp_avg": tensors[f"exp_avg/{name}"],
+                "exp_avg_sq": tensors[f"exp_avg_sq/{name}"],
+            }
         return state
 
 
@@ -162,9 +163,14 @@ def load_finished(model: RelevanceModel, config: FitConfig, folder: Path) -> dic
 
 
 def train(
-    model: RelevanceModel, hidden: Sequence[Any], labels: Sequence[int], config: FitConfig, folder: Path,
-    validate: Callable[[RelevanceModel], float], max_steps: int | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    model: RelevanceModel,
+    hidden: Sequence[Any],
+    labels: Sequence[int],
+    config: FitConfig,
+    folder: Path,
+    validate: Callable[[RelevanceModel], float],
+    max_steps: int | None = None,
+) -> dict[str, Any]:
     """Train ``model``'s top layers; ``validate(model) -> float`` scores an epoch (higher is better).
 
     Returns the progress record: per-epoch loss and validation score, the best epoch, time.
@@ -218,16 +224,26 @@ def _optimizer(model: RelevanceModel, config: FitConfig) -> Any:
     for name, p in params.items():
         p.requires_grad_(name in set(model.trained_names()))
     trained_names = model.trained_names()
-    return torch.optim.AdamW([
-        {"params": [params[n] for n in trained_names if not n.startswith("head.")], "lr": config.lr_layers},
-        {"params": [params[n] for n in trained_names if n.startswith("head.")], "lr": config.lr_head},
-    ], weight_decay=config.weight_decay)  # fmt: skip
+    return torch.optim.AdamW(
+        [
+            {
+                "params": [params[n] for n in trained_names if not n.startswith("head.")],
+                "lr": config.lr_layers,
+            },
+            {"params": [params[n] for n in trained_names if n.startswith("head.")], "lr": config.lr_head},
+        ],
+        weight_decay=config.weight_decay,
+    )
 
 
 def _start(
-    model: RelevanceModel, hidden: Sequence[Any], labels: Sequence[int], config: FitConfig, folder: Path,
+    model: RelevanceModel,
+    hidden: Sequence[Any],
+    labels: Sequence[int],
+    config: FitConfig,
+    folder: Path,
     max_steps: int | None,
-) -> _Run:  # fmt: skip
+) -> _Run:
     """The optimizer, the schedule and the progress record (resumed from ``folder`` when there)."""
     torch = require("torch", package="torch", extra="dense")
     optimizer = _optimizer(model, config)
@@ -237,9 +253,13 @@ def _start(
     warmup = max(1, int(config.warmup_share * steps_per_epoch * config.epochs))
     checkpoint, best_path = Checkpoint(folder), folder / "best.safetensors"
     state = checkpoint.load(model, optimizer, config) or {
-        "config": asdict(config), "step": 0, "epochs": [], "best_epoch": None, "best_score": None,
+        "config": asdict(config),
+        "step": 0,
+        "epochs": [],
+        "best_epoch": None,
+        "best_score": None,
         "seconds": 0.0,
-    }  # fmt: skip
+    }
     target = torch.tensor([float(y) for y in labels])
     lengths = [h.shape[0] for h in hidden]
     loss_fn = torch.nn.BCEWithLogitsLoss()
@@ -247,8 +267,25 @@ def _start(
     model.train()
     bar = tqdm(total=total, initial=state["step"], desc="training", unit="step", dynamic_ncols=True)
     stop_at = total if max_steps is None else min(total, state["step"] + max_steps)
-    return _Run(model, hidden, target, lengths, config, optimizer, base_lrs, loss_fn, checkpoint, best_path,
-                state, steps_per_epoch, total, warmup, stop_at, started, bar)  # fmt: skip
+    return _Run(
+        model,
+        hidden,
+        target,
+        lengths,
+        config,
+        optimizer,
+        base_lrs,
+        loss_fn,
+        checkpoint,
+        best_path,
+        state,
+        steps_per_epoch,
+        total,
+        warmup,
+        stop_at,
+        started,
+        bar,
+    )
 
 
 def _train_epoch(run: _Run) -> tuple[int, list[float]]:
@@ -291,8 +328,9 @@ def _end_epoch(
     model.eval()
     score = float(validate(model))
     model.train()
-    state["epochs"].append({"epoch": epoch + 1, "loss": float(np.mean(running)) if running else None,
-                            "validation_ndcg10": score})  # fmt: skip
+    state["epochs"].append(
+        {"epoch": epoch + 1, "loss": float(np.mean(running)) if running else None, "validation_ndcg10": score}
+    )
     if state["best_score"] is None or score > state["best_score"]:
         state["best_score"], state["best_epoch"] = score, epoch + 1
         _save_trained(model, run.best_path)

@@ -72,7 +72,7 @@ def held_out_questions(source_data: Path) -> HeldOut:
         ),
         "liveqa-med": frozenset(t for t in liveqa if t),
         "pubmedqa-pqal": frozenset(normalise(v["QUESTION"]) for v in pqal.values()),
-    }  # fmt: skip
+    }
     return HeldOut(sets)
 
 

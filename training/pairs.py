@@ -104,15 +104,24 @@ def bioasq_pairs(
         split = split_of(qid, config.seed, config.validation_share)
         stats.questions[f"bioasq_{split}"] = stats.questions.get(f"bioasq_{split}", 0) + 1
         if split == "validation":
-            yield split, {
-                "qid": qid, "question": question,
-                "candidates": [
-                    {"chunk_id": h.chunk.chunk_id, "doc_id": h.chunk.doc_id, "rank": n,
-                     "passage": passage_text(h.chunk), "label": int(h.chunk.doc_id in gold)}
-                    for n, h in enumerate(hits, start=1)
-                ],
-                "gold": sorted(gold),
-            }  # fmt: skip
+            yield (
+                split,
+                {
+                    "qid": qid,
+                    "question": question,
+                    "candidates": [
+                        {
+                            "chunk_id": h.chunk.chunk_id,
+                            "doc_id": h.chunk.doc_id,
+                            "rank": n,
+                            "passage": passage_text(h.chunk),
+                            "label": int(h.chunk.doc_id in gold),
+                        }
+                        for n, h in enumerate(hits, start=1)
+                    ],
+                    "gold": sorted(gold),
+                },
+            )
             continue
         ranked_pos = [h.chunk for h in hits if h.chunk.doc_id in gold]
         ranked_ids = {x.chunk_id for x in ranked_pos}
@@ -123,8 +132,16 @@ def bioasq_pairs(
         ][: config.negatives]
         for label, group in ((1, positives), (0, negatives)):
             for chunk in group:
-                yield "train", {"qid": qid, "question": question, "passage": passage_text(chunk),
-                                "label": label, "origin": "bioasq"}  # fmt: skip
+                yield (
+                    "train",
+                    {
+                        "qid": qid,
+                        "question": question,
+                        "passage": passage_text(chunk),
+                        "label": label,
+                        "origin": "bioasq",
+                    },
+                )
 
 
 def medquad_eligible(
@@ -143,9 +160,15 @@ def medquad_eligible(
     eligible = []
     for doc in docs:
         text = normalise(doc.metadata.get("question", ""))
-        reason = ("medquad_benchmark_pools" if doc.doc_id in skipped or text in banned_texts
-                  else "medquad_liveqa_judged" if doc.doc_id in liveqa_docs
-                  else "medquad_in_evaluation_sets" if text in banned else None)  # fmt: skip
+        reason = (
+            "medquad_benchmark_pools"
+            if doc.doc_id in skipped or text in banned_texts
+            else "medquad_liveqa_judged"
+            if doc.doc_id in liveqa_docs
+            else "medquad_in_evaluation_sets"
+            if text in banned
+            else None
+        )
         if reason:
             stats.dropped[reason] = stats.dropped.get(reason, 0) + 1
         elif by_focus[doc.title.casefold()] > 1:
@@ -179,17 +202,31 @@ def medquad_pairs(
     spans, chunker = WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"), ChunkerConfig()
     first_chunk = {}
     for doc in chosen:
-        others = [o for o in by_focus[doc.title.casefold()]
-                  if o.doc_id != doc.doc_id and o.doc_id not in liveqa_docs]  # fmt: skip
-        others = [o for o in others if o.metadata.get("qtype") != doc.metadata.get("qtype")
-                  and o.doc_id not in skipped]  # fmt: skip
+        others = [
+            o
+            for o in by_focus[doc.title.casefold()]
+            if o.doc_id != doc.doc_id and o.doc_id not in liveqa_docs
+        ]
+        others = [
+            o
+            for o in others
+            if o.metadata.get("qtype") != doc.metadata.get("qtype") and o.doc_id not in skipped
+        ]
         group = [(1, doc), *((0, o) for o in rng.sample(others, min(config.medquad_negatives, len(others))))]
         for label, d in group:
             if d.doc_id not in first_chunk:
                 first_chunk[d.doc_id] = chunk_document(d, spans, chunker)[0]
-            yield "train", {"qid": doc.doc_id, "question": doc.metadata["question"],
-                            "passage": passage_text(first_chunk[d.doc_id]), "passage_doc": d.doc_id,
-                            "label": label, "origin": "medquad"}  # fmt: skip
+            yield (
+                "train",
+                {
+                    "qid": doc.doc_id,
+                    "question": doc.metadata["question"],
+                    "passage": passage_text(first_chunk[d.doc_id]),
+                    "passage_doc": d.doc_id,
+                    "label": label,
+                    "origin": "medquad",
+                },
+            )
         stats.questions["medquad_train"] = stats.questions.get("medquad_train", 0) + 1
 
 

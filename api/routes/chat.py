@@ -61,15 +61,19 @@ def split_turns(messages: list[ChatMessageIn], limits: ApiSettings) -> tuple[str
         )
     if messages[-1].role != "user":
         raise ApiError(
-            400, "the last message must be the user's question", "invalid_request_error",
-            code="invalid_value", param=f"messages.{len(messages) - 1}.role",
-        )  # fmt: skip
+            400,
+            "the last message must be the user's question",
+            "invalid_request_error",
+            code="invalid_value",
+            param=f"messages.{len(messages) - 1}.role",
+        )
     question = messages[-1].text()
     if len(question) > limits.max_question_chars:
         raise ApiError(
-            413, f"the question has {len(question)} characters, over the limit of "
-            f"{limits.max_question_chars}", "request_too_large",
-        )  # fmt: skip
+            413,
+            f"the question has {len(question)} characters, over the limit of {limits.max_question_chars}",
+            "request_too_large",
+        )
     history = [Message(m.role, m.text()) for m in messages[:-1] if m.role in {"user", "assistant"}]
     return question, history
 
@@ -80,9 +84,12 @@ def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSetting
     if max_tokens > limits.max_tokens:
         field = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
         raise ApiError(
-            400, f"{field}={max_tokens} is over this server's limit of {limits.max_tokens}",
-            "invalid_request_error", code="invalid_value", param=field,
-        )  # fmt: skip
+            400,
+            f"{field}={max_tokens} is over this server's limit of {limits.max_tokens}",
+            "invalid_request_error",
+            code="invalid_value",
+            param=field,
+        )
     changes: dict[str, Any] = {"max_tokens": max_tokens}
     if body.temperature is not None:
         changes["temperature"] = body.temperature

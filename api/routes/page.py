@@ -23,8 +23,12 @@ from api.errors import ApiError
 router = APIRouter()
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
-MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
-               ".js": "text/javascript; charset=utf-8", ".svg": "image/svg+xml"}  # fmt: skip
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -67,10 +71,12 @@ def ui_config(state: StateDep) -> dict[str, Any]:
     profiles = []
     for name, served in state.served.items():
         manifest = served.assembled.index.manifest
-        profiles.append({
-            "id": name,
-            "description": served.assembled.profile.description,
-            "index": served.assembled.profile.index,
-            "sources": sorted(manifest.get("counts", {}).get("per_source", {})),
-        })  # fmt: skip
+        profiles.append(
+            {
+                "id": name,
+                "description": served.assembled.profile.description,
+                "index": served.assembled.profile.index,
+                "sources": sorted(manifest.get("counts", {}).get("per_source", {})),
+            }
+        )
     return {"profiles": profiles, "auth_required": state.settings.auth_required}

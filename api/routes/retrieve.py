@@ -32,9 +32,10 @@ async def retrieve(body: RetrieveRequest, state: StateDep) -> RetrieveResponse:
         raise ApiError(400, over, "invalid_request_error", code="invalid_value", param="k")
     if len(body.query) > limits.max_question_chars:
         raise ApiError(
-            413, f"the query has {len(body.query)} characters, over the limit of {limits.max_question_chars}",
+            413,
+            f"the query has {len(body.query)} characters, over the limit of {limits.max_question_chars}",
             "request_too_large",
-        )  # fmt: skip
+        )
     served = state.get(body.model)
     query = clean_query(body.query)  # QueryError (400) for an empty or unusable query
     retriever = served.retriever(body.mode)

@@ -32,9 +32,20 @@ UPSTREAM_OBO = (
 )
 LICENSE = "CC0 1.0; Human Disease Ontology (disease-ontology.org)"
 # Cross-reference prefixes shown in the text, in this order; all xrefs go to metadata.
-XREF_LABELS = {"ICD10CM": "ICD-10-CM", "ICD11": "ICD-11", "ICD9CM": "ICD-9-CM", "ICDO": "ICD-O",
-               "MESH": "MeSH", "UMLS_CUI": "UMLS", "SNOMEDCT": "SNOMED CT", "NCI": "NCI Thesaurus",
-               "OMIM": "OMIM", "MIM": "OMIM", "ORDO": "Orphanet", "GARD": "GARD"}  # fmt: skip
+XREF_LABELS = {
+    "ICD10CM": "ICD-10-CM",
+    "ICD11": "ICD-11",
+    "ICD9CM": "ICD-9-CM",
+    "ICDO": "ICD-O",
+    "MESH": "MeSH",
+    "UMLS_CUI": "UMLS",
+    "SNOMEDCT": "SNOMED CT",
+    "NCI": "NCI Thesaurus",
+    "OMIM": "OMIM",
+    "MIM": "OMIM",
+    "ORDO": "Orphanet",
+    "GARD": "GARD",
+}
 _DOID = re.compile(r"^DOID:\d+$")
 _RELATION = re.compile(r"(?<=[a-z])_(?=[a-z])")
 # The derived JSONL keeps a few OBO synonym tails: 'DFNB122" EXACT [] {synonymtypedef='.

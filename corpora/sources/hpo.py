@@ -37,17 +37,39 @@ URLS = {
     "OMIM": "https://omim.org/entry/{}",
     "DECIPHER": "https://www.deciphergenomics.org/syndrome/{}",
 }
-BANDS = ("Obligate (100%)", "Very frequent (80-99%)", "Frequent (30-79%)", "Occasional (5-29%)",
-         "Very rare (1-4%)", "Excluded (0%)", "Frequency unknown")  # fmt: skip
+BANDS = (
+    "Obligate (100%)",
+    "Very frequent (80-99%)",
+    "Frequent (30-79%)",
+    "Occasional (5-29%)",
+    "Very rare (1-4%)",
+    "Excluded (0%)",
+    "Frequency unknown",
+)
 EXCLUDED, UNKNOWN = 5, 6
 FREQUENCY_TERMS = {f"HP:004028{i}": i for i in range(6)}  # HP:0040280 .. HP:0040285
 HALLMARK_BANDS = (0, 1)  # obligate and very frequent phenotypes get definitions under "hallmark"
 ONSET_ROOT = "HP:0003674"
 ASPECTS = {"I": "Inheritance", "M": "Clinical modifiers", "H": "Past medical history"}
-ORDER = ("Excluded phenotypes", "Inheritance", "Onset", "Clinical course", "Clinical modifiers",
-         "Past medical history")  # fmt: skip
-COLUMNS = ("database_id", "disease_name", "qualifier", "hpo_id", "onset", "frequency", "sex",
-           "modifier", "aspect")  # fmt: skip
+ORDER = (
+    "Excluded phenotypes",
+    "Inheritance",
+    "Onset",
+    "Clinical course",
+    "Clinical modifiers",
+    "Past medical history",
+)
+COLUMNS = (
+    "database_id",
+    "disease_name",
+    "qualifier",
+    "hpo_id",
+    "onset",
+    "frequency",
+    "sex",
+    "modifier",
+    "aspect",
+)
 _FRACTION = re.compile(r"^(\d+)/(\d+)$")
 _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
 _DEF = re.compile(r'^"((?:[^"\\]|\\.)*)"')
@@ -83,8 +105,12 @@ def parse_obo(path: Path) -> dict[str, Term]:
 
     def flush() -> None:
         if stanza and stanza.get("id"):
-            term = Term((stanza.get("name") or stanza["id"])[0], (stanza.get("def") or [""])[0],
-                        tuple(stanza.get("is_a", [])), stanza.get("is_obsolete") == ["true"])  # fmt: skip
+            term = Term(
+                (stanza.get("name") or stanza["id"])[0],
+                (stanza.get("def") or [""])[0],
+                tuple(stanza.get("is_a", [])),
+                stanza.get("is_obsolete") == ["true"],
+            )
             for key in stanza["id"] + stanza.get("alt_id", []):
                 terms.setdefault(key, term)
 
@@ -171,9 +197,14 @@ class HpoSource:
         """Options and the hpoa release, so an index records which annotations it holds."""
         if not self.version:
             next(self._annotations(header_only=True), None)
-        return {"name": self.name, "path": str(self.root), "databases": list(self.databases),
-                "definitions": self.definitions, "term_ids": self.term_ids,
-                "hpoa_version": self.version}  # fmt: skip
+        return {
+            "name": self.name,
+            "path": str(self.root),
+            "databases": list(self.databases),
+            "definitions": self.definitions,
+            "term_ids": self.term_ids,
+            "hpoa_version": self.version,
+        }
 
     def documents(self) -> Iterator[Document]:
         """One document per disease of the selected databases, in the hpoa's order."""

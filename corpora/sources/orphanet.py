@@ -30,8 +30,14 @@ UPSTREAM_COMMIT = "cbae63b4b85679ff3d745d48b8575e0854c254fd"
 UPSTREAM_ARCHIVE = f"https://codeload.github.com/Orphanet/orphapacket/tar.gz/{UPSTREAM_COMMIT}"
 LICENSE = "Orphadata CC BY 4.0"
 # HPO frequency classes in clinical order; labels not listed here follow in order of appearance.
-FREQUENCIES = ("Obligate (100%)", "Very frequent (99-80%)", "Frequent (79-30%)", "Occasional (29-5%)",
-               "Very rare (<4-1%)", "Excluded (0%)")  # fmt: skip
+FREQUENCIES = (
+    "Obligate (100%)",
+    "Very frequent (99-80%)",
+    "Frequent (79-30%)",
+    "Occasional (29-5%)",
+    "Very rare (<4-1%)",
+    "Excluded (0%)",
+)
 PLACEHOLDERS = {"", "no data", "no data available", "not yet documented"}
 ITEM_KEYS = {"Children": "Child", "TextSection": "TextSection"}  # else the field name less its "s"
 NAVIGATION = {"Classification", "Subtypes"}  # sections that alone do not make a document
@@ -148,7 +154,7 @@ def packet_sections(packet: dict[str, Any]) -> list[tuple[str, str]]:
         ("Inheritance", f"Mode of inheritance of {name}", _values(packet, "TypeOfInheritances"), ", "),
         ("Age of onset", f"Age of onset of {name}", _values(packet, "AverageAgeOfOnsets"), ", "),
         ("Prevalence", f"Epidemiology of {name}", prevalence, "\n"),
-    ]  # fmt: skip
+    ]
     pairs = [("Definition", "\n".join(definition))]
     pairs += [(title, _listed(lead, _unique(map(_text, items)), sep)) for title, lead, items, sep in lists]
     subtypes = _unique(_subtype_line(r) for r in _records(packet, "Children"))

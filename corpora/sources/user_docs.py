@@ -24,14 +24,54 @@ from corpora.sources.base import DocumentBuilder, iter_jsonl, read_text
 from corpora.sources.markdown import first_heading, markdown_sections
 
 SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".jsonl", ".pdf")
-DROPPED_TAGS = {"script", "style", "nav", "noscript", "template", "head", "title", "iframe", "svg",
-                "math", "object", "embed", "applet", "frame", "frameset", "noembed", "noframes",
-                "canvas"}  # fmt: skip
+DROPPED_TAGS = {
+    "script",
+    "style",
+    "nav",
+    "noscript",
+    "template",
+    "head",
+    "title",
+    "iframe",
+    "svg",
+    "math",
+    "object",
+    "embed",
+    "applet",
+    "frame",
+    "frameset",
+    "noembed",
+    "noframes",
+    "canvas",
+}
 # Text a browser does not show is where an injection aimed at the model hides from the reader.
 _INVISIBLE_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.IGNORECASE)
-BLOCK_TAGS = {"p", "div", "li", "ul", "ol", "tr", "table", "section", "article", "main",
-              "header", "footer", "aside", "blockquote", "pre", "dd", "dt", "dl", "hr", "figure",
-              "figcaption", "td", "th", "body"}  # fmt: skip
+BLOCK_TAGS = {
+    "p",
+    "div",
+    "li",
+    "ul",
+    "ol",
+    "tr",
+    "table",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "aside",
+    "blockquote",
+    "pre",
+    "dd",
+    "dt",
+    "dl",
+    "hr",
+    "figure",
+    "figcaption",
+    "td",
+    "th",
+    "body",
+}
 _UNDERLINE = re.compile(r"^(={3,}|-{3,})$")
 _TAG_LIKE = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)
 _SPACES = re.compile(r"[ \t\f\v\r\xa0]+")
@@ -68,8 +108,13 @@ class UserDocsSource:
             digest.update(
                 f"{p.relative_to(self.root).as_posix()}\t{stat.st_size}\t{stat.st_mtime_ns}\n".encode()
             )
-        return {"name": self.name, "path": str(self.root), "license": self.license,
-                "files": len(files), "fingerprint": digest.hexdigest()}  # fmt: skip
+        return {
+            "name": self.name,
+            "path": str(self.root),
+            "license": self.license,
+            "files": len(files),
+            "fingerprint": digest.hexdigest(),
+        }
 
     def documents(self) -> Iterator[Document]:
         """One document per file (per line for JSONL), in sorted path order for stable chunk ids."""

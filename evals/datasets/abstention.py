@@ -58,8 +58,14 @@ def _medquad_rows(source_data: Path) -> list[dict[str, str]]:
 Halves = tuple[list[FreeTextItem], list[FreeTextItem]]
 
 
-def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: set[str],
-                    per_half: int, seed: int, part: str = "test") -> Halves:  # fmt: skip
+def split_questions(
+    rows: list[dict[str, str]],
+    titles: set[str],
+    corpus_words: set[str],
+    per_half: int,
+    seed: int,
+    part: str = "test",
+) -> Halves:
     """``(answerable, unanswerable)``, ``per_half`` of each (fewer if the pools are smaller).
 
     ``titles``: normalised titles of the index's disease references; ``corpus_words``: every
@@ -82,8 +88,9 @@ def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: 
             if focus in titles:
                 qid = f"{row['source']}:{row['qid']}"  # MedQuAD's ids repeat across its collections
                 question = " ".join(row["question"].split())
-                answerable.setdefault(focus, FreeTextItem(NAME, qid, question, row.get("answer") or None,
-                                                          answerable=True))  # fmt: skip
+                answerable.setdefault(
+                    focus, FreeTextItem(NAME, qid, question, row.get("answer") or None, answerable=True)
+                )
         else:
             head = focus.split()[0]
             if len(head) >= 4 and head not in corpus_words:
@@ -99,8 +106,15 @@ def split_questions(rows: list[dict[str, str]], titles: set[str], corpus_words: 
         wanted = DRUG_TYPES[n % len(DRUG_TYPES)]
         rows_of = by_drug[drug]
         row = next((r for r in rows_of if r["qtype"] == wanted), rows_of[0])
-        no.append(FreeTextItem(NAME, f"{row['source']}:{row['qid']}", " ".join(row["question"].split()), None,
-                               answerable=False))  # fmt: skip
+        no.append(
+            FreeTextItem(
+                NAME,
+                f"{row['source']}:{row['qid']}",
+                " ".join(row["question"].split()),
+                None,
+                answerable=False,
+            )
+        )
     return yes, no
 
 
@@ -117,12 +131,13 @@ def default_index_chunks(paths: Paths, dataset: str) -> list[Chunk]:
         index.close()
 
 
-def load_abstention(paths: Paths, part: str = "test", per_half: int = 100,
-                    seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
+def load_abstention(
+    paths: Paths, part: str = "test", per_half: int = 100, seed: int = 13
+) -> list[FreeTextItem]:
     """One part (``test`` or ``dev``) for the ``default`` index, the halves interleaved."""
     chunks = default_index_chunks(paths, NAME)
     titles = {normalise(c.title) for c in chunks if c.source == "hpo"}
     corpus_words = {word for c in chunks for word in normalise(f"{c.title} {c.text}").split()}
     yes, no = split_questions(_medquad_rows(paths.source_data), titles, corpus_words, per_half, seed, part)
     mixed = [item for pair in zip(yes, no, strict=False) for item in pair]
-    return mixed + yes[len(no):] + no[len(yes):]
+    return mixed + yes[len(no) :] + no[len(yes) :]

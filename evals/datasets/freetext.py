@@ -42,8 +42,14 @@ def load_bioasq_ideal(root: Path, task: str | None = None) -> list[FreeTextItem]
                     continue
                 ideal = row.get("ideal_answer") or []
                 reference = ideal[0] if isinstance(ideal, list) and ideal else (ideal or None)
-                items.append(FreeTextItem(dataset, str(row["id"]), " ".join(str(row["body"]).split()),
-                                          str(reference) if reference else None))  # fmt: skip
+                items.append(
+                    FreeTextItem(
+                        dataset,
+                        str(row["id"]),
+                        " ".join(str(row["body"]).split()),
+                        str(reference) if reference else None,
+                    )
+                )
             except (json.JSONDecodeError, KeyError, TypeError) as exc:
                 raise SourceError(f"{path}:{number}: expected a JSON object with 'id' and 'body'") from exc
     return items

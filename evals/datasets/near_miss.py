@@ -44,8 +44,14 @@ DRUG_TYPES = ("forget a dose", "storage and disposal")
 DRAWN_FROM = frozenset({(s, "treatment") for s in DISEASE_SOURCES} | {("MPlusDrugs", t) for t in DRUG_TYPES})
 
 
-def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guideline_text: str,
-                        per_part: int, seed: int, part: str = "test") -> list[FreeTextItem]:  # fmt: skip
+def near_miss_questions(
+    rows: list[dict[str, str]],
+    hpo_titles: set[str],
+    guideline_text: str,
+    per_part: int,
+    seed: int,
+    part: str = "test",
+) -> list[FreeTextItem]:
     """``per_part`` unanswerable items, half ``treatment`` and half ``drug``, interleaved.
 
     ``hpo_titles``: normalised titles of the index's HPO disease references; ``guideline_text``:
@@ -83,12 +89,17 @@ def near_miss_questions(rows: list[dict[str, str]], hpo_titles: set[str], guidel
     mixed = [row for pair in zip(chosen_t, chosen_d, strict=False) for row in pair]
     mixed += chosen_t[len(chosen_d) :] + chosen_d[len(chosen_t) :]
     name = NAME if part == "test" else f"{NAME}-dev"
-    return [FreeTextItem(name, f"{r['source']}:{r['qid']}", " ".join(r["question"].split()), None,
-                         answerable=False) for r in mixed]  # fmt: skip
+    return [
+        FreeTextItem(
+            name, f"{r['source']}:{r['qid']}", " ".join(r["question"].split()), None, answerable=False
+        )
+        for r in mixed
+    ]
 
 
-def load_near_miss(paths: Paths, part: str = "test", per_part: int = 100,
-                   seed: int = 13) -> list[FreeTextItem]:  # fmt: skip
+def load_near_miss(
+    paths: Paths, part: str = "test", per_part: int = 100, seed: int = 13
+) -> list[FreeTextItem]:
     """One part (``test`` or ``dev``) of the near-miss unanswerable questions for the default index."""
     chunks = default_index_chunks(paths, NAME)
     hpo_titles = {normalise(c.title) for c in chunks if c.source == "hpo"}

@@ -34,9 +34,15 @@ from evals.datasets.json_layouts import RawRow, Unreadable, json_rows
 __all__ = ["RawRow", "Table", "Unreadable", "read_table"]
 
 SUFFIXES = {
-    ".jsonl": "JSONL", ".ndjson": "JSONL", ".json": "JSON", ".csv": "CSV", ".tsv": "TSV",
-    ".parquet": "parquet", ".pq": "parquet", ".arrow": "Arrow",
-}  # fmt: skip
+    ".jsonl": "JSONL",
+    ".ndjson": "JSONL",
+    ".json": "JSON",
+    ".csv": "CSV",
+    ".tsv": "TSV",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "Arrow",
+}
 COMPRESSED = {".gz": "gzip", ".zst": "zstd"}
 WORKBOOKS = (".xlsx", ".xlsm", ".xls", ".ods")
 

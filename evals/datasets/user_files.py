@@ -179,9 +179,10 @@ def _mapped(table: Table, mapping: dict[str, str], path: Path) -> list[RawRow]:
             )
     return [
         RawRow(r.number, r.key, {**r.value, **{t: r.value.get(s) for t, s in mapping.items()}})
-        if isinstance(r.value, dict) else r
+        if isinstance(r.value, dict)
+        else r
         for r in table.rows
-    ]  # fmt: skip
+    ]
 
 
 def _text(value: Any) -> str | None:
@@ -297,8 +298,9 @@ def _draft(r: RawRow, shape: str, used: set[str]) -> _Draft | SkippedRow:
     for column in GOLD_COLUMNS:
         if _text(r.value.get(column)) is not None:
             also = r.value.get("answer") if column != "answer" else None
-            return _Draft(r.number, qid, question, options, column, r.value[column], also,
-                          _extra(r.value, used))  # fmt: skip
+            return _Draft(
+                r.number, qid, question, options, column, r.value[column], also, _extra(r.value, used)
+            )
     return SkippedRow(r.number, qid, "missing answer (no answer_idx, cop or answer)")
 
 
@@ -364,16 +366,20 @@ def _resolve(d: _Draft, base: int, spec: str) -> McqItem | SkippedRow:
         letter = list(d.options)[number - base]
     if letter is None:
         how = f" (read as a {base}-based option number)" if number is not None else ""
-        return SkippedRow(d.row, d.qid, f"answer {_text(d.gold)!r}{how} is not among the options "
-                                        f"{', '.join(d.options)}")  # fmt: skip
+        return SkippedRow(
+            d.row, d.qid, f"answer {_text(d.gold)!r}{how} is not among the options {', '.join(d.options)}"
+        )
     also = _meanings(d.also, d.options)
     if also and letter not in also:
-        return SkippedRow(d.row, d.qid, f"{d.column} {_text(d.gold)!r} (option {letter}) and answer "
-                                        f"{_text(d.also)!r} (option {', '.join(sorted(also))}) disagree; "
-                                        "correct the one that is wrong")  # fmt: skip
+        return SkippedRow(
+            d.row,
+            d.qid,
+            f"{d.column} {_text(d.gold)!r} (option {letter}) and answer "
+            f"{_text(d.also)!r} (option {', '.join(sorted(also))}) disagree; "
+            "correct the one that is wrong",
+        )
     meta: dict[str, Any] = {"row": d.row} if d.extra is None else {"row": d.row, "extra": dict(d.extra)}
-    return McqItem(dataset=spec, qid=d.qid, question=d.question, options=d.options, answer=letter,
-                   meta=meta)  # fmt: skip
+    return McqItem(dataset=spec, qid=d.qid, question=d.question, options=d.options, answer=letter, meta=meta)
 
 
 def _unique(items: list[McqItem], skipped: list[SkippedRow]) -> list[McqItem]:
@@ -392,8 +398,9 @@ def _unique(items: list[McqItem], skipped: list[SkippedRow]) -> list[McqItem]:
     return kept
 
 
-def _read(spec: str, prefix: str, source_data: Path, columns: Mapping[str, str] | None,
-          targets: tuple[str, ...]) -> tuple[Path, list[RawRow], str, dict[str, str], list[str]]:  # fmt: skip
+def _read(
+    spec: str, prefix: str, source_data: Path, columns: Mapping[str, str] | None, targets: tuple[str, ...]
+) -> tuple[Path, list[RawRow], str, dict[str, str], list[str]]:
     given = spec[len(prefix) :].strip()
     if not given:
         raise ConfigError(f"{prefix!r} needs a file, e.g. {prefix}exams/cardio.csv")
@@ -410,8 +417,9 @@ def _read(spec: str, prefix: str, source_data: Path, columns: Mapping[str, str] 
     return path, _mapped(table, mapping, path), table.layout, settings, notes
 
 
-def _finish(spec: str, path: Path, items: list[T], skipped: list[SkippedRow], shape: str,
-            notes: list[str]) -> LoadedSet[T]:  # fmt: skip
+def _finish(
+    spec: str, path: Path, items: list[T], skipped: list[SkippedRow], shape: str, notes: list[str]
+) -> LoadedSet[T]:
     skipped.sort(key=lambda s: s.row)
     if not items:
         first = "; ".join(f"row {s.row}: {s.reason}" for s in skipped[:5])

@@ -48,9 +48,7 @@ def roc_auc(scores: Scores, labels: Labels) -> float:
     return float(u / (positives * negatives))
 
 
-def precision_recall(
-    scores: Scores, labels: Labels, threshold: float
-) -> dict[str, float]:
+def precision_recall(scores: Scores, labels: Labels, threshold: float) -> dict[str, float]:
     """Precision, recall and F1 of accepting ``score >= threshold``, with the counts behind them."""
     s, y = _arrays(scores, labels)
     accepted = s >= threshold
@@ -60,13 +58,18 @@ def precision_recall(
     precision = tp / (tp + fp) if tp + fp else float("nan")
     recall = tp / (tp + fn) if tp + fn else float("nan")
     f1 = 2 * precision * recall / (precision + recall) if tp else 0.0
-    return {"threshold": float(threshold), "precision": precision, "recall": recall, "f1": f1,
-            "tp": tp, "fp": fp, "fn": fn}  # fmt: skip
+    return {
+        "threshold": float(threshold),
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+    }
 
 
-def threshold_for_recall(
-    scores: Scores, labels: Labels, recall: float
-) -> float:
+def threshold_for_recall(scores: Scores, labels: Labels, recall: float) -> float:
     """The highest threshold whose recall is at least ``recall`` (so precision is as high as the
     scores allow at that recall); choose it on a development split, report it on another."""
     s, y = _arrays(scores, labels)

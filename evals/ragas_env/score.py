@@ -178,8 +178,14 @@ def metric_call(name: str, metrics: dict[str, Any], s: dict[str, Any]) -> tuple[
     return (lambda: metrics[name].ascore(user_input=q, retrieved_contexts=ctx, reference=ref)), None
 
 
-async def score_sample(s: dict[str, Any], names: list[str], metrics: dict[str, Any], usage: Usage,
-                       log: list[dict[str, Any]], timeout: float) -> dict[str, Any]:  # fmt: skip
+async def score_sample(
+    s: dict[str, Any],
+    names: list[str],
+    metrics: dict[str, Any],
+    usage: Usage,
+    log: list[dict[str, Any]],
+    timeout: float,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "id": str(s["id"]),
         "scores": {},
@@ -210,8 +216,10 @@ async def score_sample(s: dict[str, Any], names: list[str], metrics: dict[str, A
         out["tokens"][name] = dict(counts)
         out["judge"][name] = list(log)
     out["seconds"]["total"] = round(time.perf_counter() - start, 2)
-    out["tokens"]["total"] = {k: sum(t[k] for n, t in out["tokens"].items() if n != "total")
-                              for k in ("prompt", "completion", "calls")}  # fmt: skip
+    out["tokens"]["total"] = {
+        k: sum(t[k] for n, t in out["tokens"].items() if n != "total")
+        for k in ("prompt", "completion", "calls")
+    }
     return out
 
 
@@ -257,8 +265,11 @@ async def run(args: argparse.Namespace) -> int:
             nan += sum(v is None for v in row["scores"].values())
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             fh.flush()
-    print(f"scored {len(todo)} samples in {time.perf_counter() - start:.0f} s; {nan} NaN scores; "
-          f"written to {args.out}", file=sys.stderr)  # fmt: skip
+    print(
+        f"scored {len(todo)} samples in {time.perf_counter() - start:.0f} s; {nan} NaN scores; "
+        f"written to {args.out}",
+        file=sys.stderr,
+    )
     return 0
 
 

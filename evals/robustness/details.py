@@ -50,6 +50,10 @@ def add_patient_details(item: McqItem, rng: random.Random) -> McqItem | None:
         return None
     added = rng.sample(DETAILS, 2)
     question = item.question[: end.start()] + " " + " ".join(added) + " " + item.question[end.end() :]
-    meta = {**item.meta, "perturbation": "patient-details", "option_map": {k: k for k in item.options},
-            "changes": added}  # fmt: skip
+    meta = {
+        **item.meta,
+        "perturbation": "patient-details",
+        "option_map": {k: k for k in item.options},
+        "changes": added,
+    }
     return dataclasses.replace(item, dataset=f"{item.dataset}~patient-details", question=question, meta=meta)

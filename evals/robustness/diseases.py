@@ -96,10 +96,18 @@ def _adds_words(name: str, synonym: str) -> bool:
 
 def usable(name: str, synonym: str) -> bool:
     words = synonym.lower().split()
-    return (len(synonym) >= 4 and not synonym.isupper() and len(words) <= 6
-            and bool(_PLAIN.match(synonym.lower())) and not QUALIFIERS.intersection(words)
-            and _key(synonym) != _key(name) and not _adds_words(name, synonym)
-            and words[0] != "ca" and " - " not in synonym and not _denied(name, synonym))  # fmt: skip
+    return (
+        len(synonym) >= 4
+        and not synonym.isupper()
+        and len(words) <= 6
+        and bool(_PLAIN.match(synonym.lower()))
+        and not QUALIFIERS.intersection(words)
+        and _key(synonym) != _key(name)
+        and not _adds_words(name, synonym)
+        and words[0] != "ca"
+        and " - " not in synonym
+        and not _denied(name, synonym)
+    )
 
 
 def _denied(name: str, synonym: str) -> bool:

@@ -28,8 +28,9 @@ def brand_generic_map(path: Path = TABLE) -> dict[str, str]:
         with path.open(encoding="utf-8", newline="") as fh:
             rows = list(csv.DictReader(fh, delimiter="\t"))
     except OSError as exc:
-        raise SourceError(f"cannot read the drug name table {path}: {exc}; rebuild it with "
-                          "python scripts/drug_brands.py") from exc  # fmt: skip
+        raise SourceError(
+            f"cannot read the drug name table {path}: {exc}; rebuild it with python scripts/drug_brands.py"
+        ) from exc
     mapping: dict[str, str] = {}
     for number, row in enumerate(rows, start=2):
         generic, brand = (row.get("generic") or "").strip(), (row.get("brand") or "").strip()

@@ -62,13 +62,17 @@ def pair_metrics(pairs: Sequence[tuple[ItemRecord, ItemRecord]], n_originals: in
     right_to_wrong = int(np.sum((a == 1) & (b == 0)))
     wrong_to_right = int(np.sum((a == 0) & (b == 1)))
     return {
-        "n": len(pairs), "not_applicable": max(n_originals - len(pairs), 0),
-        "accuracy_original": round(float(a.mean()), 4), "accuracy_perturbed": round(float(b.mean()), 4),
-        "diff": round(diff, 4), "diff_ci": [round(low, 4), round(high, 4)],
+        "n": len(pairs),
+        "not_applicable": max(n_originals - len(pairs), 0),
+        "accuracy_original": round(float(a.mean()), 4),
+        "accuracy_perturbed": round(float(b.mean()), 4),
+        "diff": round(diff, 4),
+        "diff_ci": [round(low, 4), round(high, 4)],
         "flips": _rate(sum(answer_changed(o, p) for o, p in pairs), len(pairs)),
-        "right_to_wrong": right_to_wrong, "wrong_to_right": wrong_to_right,
+        "right_to_wrong": right_to_wrong,
+        "wrong_to_right": wrong_to_right,
         "mcnemar_p": mcnemar_exact(right_to_wrong, wrong_to_right),
-    }  # fmt: skip
+    }
 
 
 def retrieval_effect(
@@ -80,11 +84,13 @@ def retrieval_effect(
     only_cb = sum(c and not r for c, r in shared)
     only_rag = sum(r and not c for c, r in shared)
     return {
-        "n": len(shared), "flips_closed_book": _rate(sum(c for c, _ in shared), len(shared)),
+        "n": len(shared),
+        "flips_closed_book": _rate(sum(c for c, _ in shared), len(shared)),
         "flips_rag": _rate(sum(r for _, r in shared), len(shared)),
-        "only_closed_book_flipped": only_cb, "only_rag_flipped": only_rag,
+        "only_closed_book_flipped": only_cb,
+        "only_rag_flipped": only_rag,
         "mcnemar_p": mcnemar_exact(only_cb, only_rag),
-    }  # fmt: skip
+    }
 
 
 def robustness_metrics(records: Sequence[ItemRecord], baseline: str = "closed-book") -> dict[str, Any]:

@@ -22,5 +22,6 @@ def shuffle_options(item: McqItem, rng: random.Random) -> McqItem | None:
     gold = next(new for new, old in option_map.items() if old == item.answer)
     moved = [f"{old}->{new}" for new, old in option_map.items() if new != old]
     meta = {**item.meta, "perturbation": "shuffle-options", "option_map": option_map, "changes": moved}
-    return dataclasses.replace(item, dataset=f"{item.dataset}~shuffle-options", options=options, answer=gold,
-                               meta=meta)  # fmt: skip
+    return dataclasses.replace(
+        item, dataset=f"{item.dataset}~shuffle-options", options=options, answer=gold, meta=meta
+    )

@@ -25,13 +25,25 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 HEADER = [
-    "set~perturbation", "condition", "items changed", "acc. original", "acc. perturbed",
-    "diff (95% bootstrap CI)", "answer changed (95% Wilson CI)", "right->wrong / wrong->right", "McNemar p",
-]  # fmt: skip
+    "set~perturbation",
+    "condition",
+    "items changed",
+    "acc. original",
+    "acc. perturbed",
+    "diff (95% bootstrap CI)",
+    "answer changed (95% Wilson CI)",
+    "right->wrong / wrong->right",
+    "McNemar p",
+]
 EFFECT_HEADER = [
-    "set~perturbation", "RAG condition", "items", "changed closed-book", "changed with RAG",
-    "only closed-book / only RAG changed", "McNemar p",
-]  # fmt: skip
+    "set~perturbation",
+    "RAG condition",
+    "items",
+    "changed closed-book",
+    "changed with RAG",
+    "only closed-book / only RAG changed",
+    "McNemar p",
+]
 NOTE = (
     "Only items the perturbation changed are run and counted (`unchanged`: no drug name, disease name "
     "or vignette to change). Answer changed: another option chosen, letters mapped back."
@@ -41,9 +53,17 @@ NOTE = (
 def _row(ds: str, cond: str, m: dict[str, Any]) -> list[Any]:
     low, high = m["diff_ci"]
     diff = f"{100 * m['diff']:+.1f} ({100 * low:+.1f}, {100 * high:+.1f})"
-    return [ds, cond, f"{m['n']} (+{m['not_applicable']} unchanged)", _pct(m["accuracy_original"]),
-            _pct(m["accuracy_perturbed"]), diff, _rate(m["flips"]),
-            f"{m['right_to_wrong']} / {m['wrong_to_right']}", f"{m['mcnemar_p']:.3g}"]  # fmt: skip
+    return [
+        ds,
+        cond,
+        f"{m['n']} (+{m['not_applicable']} unchanged)",
+        _pct(m["accuracy_original"]),
+        _pct(m["accuracy_perturbed"]),
+        diff,
+        _rate(m["flips"]),
+        f"{m['right_to_wrong']} / {m['wrong_to_right']}",
+        f"{m['mcnemar_p']:.3g}",
+    ]
 
 
 def _effect_row(ds: str, cond: str, e: dict[str, Any]) -> list[Any]:

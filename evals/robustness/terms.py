@@ -58,8 +58,9 @@ def swapped_item(
     if not changes:
         return None
     meta = {**item.meta, "perturbation": name, "option_map": {k: k for k in item.options}, "changes": changes}
-    return dataclasses.replace(item, dataset=f"{item.dataset}~{name}", question=question, options=options,
-                               meta=meta)  # fmt: skip
+    return dataclasses.replace(
+        item, dataset=f"{item.dataset}~{name}", question=question, options=options, meta=meta
+    )
 
 
 class TermSwap:

@@ -159,9 +159,10 @@ def key_terms(question: str) -> tuple[str, ...]:
     # token "angleclosure" that only a passage hyphenating it the same way would contain.
     tokens = tokenize(_JOINERS.sub(" ", _ARTICLE.sub(" ", question)))
     terms = [
-        t for t in tokens
+        t
+        for t in tokens
         if stem(t) not in _GENERIC_STEMS and not t.replace(".", "").isdigit() and not _population_word(t)
-    ]  # fmt: skip
+    ]
     return tuple(dict.fromkeys(terms))
 
 
@@ -172,9 +173,9 @@ def written_abbreviations(question: str) -> frozenset[str]:
     """The words ``question`` writes as abbreviations (two capitals, or a capital after the first
     letter: "CAP", "SpO2", "eGFR", "hs-cTn"'s "cTn"), case-folded."""
     return frozenset(
-        w.casefold() for w in _RAW_WORD.findall(question) if sum(ch.isupper() for ch in w) >= 2 or any(
-            ch.isupper() for ch in w[1:]
-        )
+        w.casefold()
+        for w in _RAW_WORD.findall(question)
+        if sum(ch.isupper() for ch in w) >= 2 or any(ch.isupper() for ch in w[1:])
     )
 
 
@@ -231,38 +232,49 @@ def _words(pattern: str) -> re.Pattern[str]:
 
 _DOSE_WORD = r"dos(?:e|es|age|ages|ing|ed)"
 # an amount: a number and a unit of dosing ("5 mg", "70-100 U/kg", "4-10 puffs", "0.5%")
-_AMOUNT = (r"\d\s*(?:mg|mcg|µg|μg|micrograms?|milligrams?|g|grams?|kg|ml|l|iu|u|units?|mmol|meq"
-           r"|puffs?|tablets?|capsules?|drops?|%)(?![^\W\d_])")
-_TREATMENT_WORDS = (r"\b(?:treat\w*|therap\w*|manag(?:e|ed|ing|ement)|regimens?|medications?|prescri\w*"
-                    rf"|recommend\w*|first-line|{_DOSE_WORD}|mg)\b")
+_AMOUNT = (
+    r"\d\s*(?:mg|mcg|µg|μg|micrograms?|milligrams?|g|grams?|kg|ml|l|iu|u|units?|mmol|meq"
+    r"|puffs?|tablets?|capsules?|drops?|%)(?![^\W\d_])"
+)
+_TREATMENT_WORDS = (
+    r"\b(?:treat\w*|therap\w*|manag(?:e|ed|ing|ement)|regimens?|medications?|prescri\w*"
+    rf"|recommend\w*|first-line|{_DOSE_WORD}|mg)\b"
+)
 _MISSED = r"(?:miss(?:es|ed|ing)?|forg[eo]t(?:s|ten|ting)?|skip(?:s|ped|ping)?)"
 _STORED = r"stor(?:e|es|ed|ing|age)|dispos(?:e|al|ing)"
-# fmt: off
 ASKED_FOR: tuple[AskedFor, ...] = (
     AskedFor(
         "a treatment",
-        _words(r"\b(?:treat(?:s|ed|ing|ment|ments)?|therap(?:y|ies|eutic)|manag(?:e|ed|ing|ement)"
-               r"|regimens?|medications?|drugs?|prescri\w*|first-line)\b"),
+        _words(
+            r"\b(?:treat(?:s|ed|ing|ment|ments)?|therap(?:y|ies|eutic)|manag(?:e|ed|ing|ement)"
+            r"|regimens?|medications?|drugs?|prescri\w*|first-line)\b"
+        ),
         _words(_TREATMENT_WORDS),
         _words(f"{_TREATMENT_WORDS}|{_AMOUNT}"),  # a regimen ("salbutamol 4-10 puffs") is a treatment
     ),
     AskedFor(
         "a dose",
         _words(rf"\b(?:{_DOSE_WORD}|how much)\b"),
-        _words(rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b"
-               r"|\d\s?(?:mg|g|mcg|µg)\b"),
+        _words(
+            rf"\b(?:{_DOSE_WORD}|mg|mcg|µg|micrograms?|milligrams?|iu|units?|mmol|ml)\b"
+            r"|\d\s?(?:mg|g|mcg|µg)\b"
+        ),
         _words(_AMOUNT),
     ),
     AskedFor(
         "a missed dose",
         _words(rf"\b{_MISSED}\b[^.?]{{0,20}}\bdoses?\b"),
-        _words(rf"\b{_MISSED}\b[^.]{{0,40}}\bdoses?\b"
-               r"|\bdoses?\b[^.]{0,40}\b(?:missed|forgotten|skipped)\b"),
+        _words(
+            rf"\b{_MISSED}\b[^.]{{0,40}}\bdoses?\b"
+            r"|\bdoses?\b[^.]{0,40}\b(?:missed|forgotten|skipped)\b"
+        ),
     ),
-    AskedFor("storage or disposal", _words(rf"\b(?:{_STORED})\b"),
-             _words(rf"\b(?:{_STORED}|refrigerat\w*|room temperature)\b")),
+    AskedFor(
+        "storage or disposal",
+        _words(rf"\b(?:{_STORED})\b"),
+        _words(rf"\b(?:{_STORED}|refrigerat\w*|room temperature)\b"),
+    ),
 )
-# fmt: on
 
 
 def asked_for(question: str) -> tuple[AskedFor, ...]:
@@ -385,6 +397,7 @@ class AboutnessModel:
     @classmethod
     def read(cls, path: Path) -> AboutnessModel:
         data = json.loads(path.read_text(encoding="utf-8"))
+
         def weights(name: str) -> tuple[tuple[float, ...], float]:
             return tuple(float(w) for w in data[name]["weights"]), float(data[name]["bias"])
 

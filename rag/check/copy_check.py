@@ -130,8 +130,9 @@ def _abbreviates(short: str, long: str) -> bool:
 
 def _content(words: Sequence[str]) -> frozenset[str]:
     """Content words, plurals aside; stop words, numbers and one-letter words dropped."""
-    return frozenset(_singular(w) for w in words
-                     if w not in STOPWORDS and len(w) > 1 and not _NUMBER.fullmatch(w))  # fmt: skip
+    return frozenset(
+        _singular(w) for w in words if w not in STOPWORDS and len(w) > 1 and not _NUMBER.fullmatch(w)
+    )
 
 
 def _negations(words: Sequence[str]) -> int:

@@ -17,23 +17,28 @@ from rag.generate.sentences import marker_free, sentence_spans
 # says "1 mg/kg subcutaneously once daily" for CrCl < 30 and names pregnancy only in a later
 # line about monitoring, and a model answered "the dose of enoxaparin for deep vein thrombosis in
 # pregnancy is 1 mg/kg subcutaneously once daily", which the support model scored 0.46.
-# fmt: off
 QUALIFIERS: dict[str, re.Pattern[str]] = {
-    "children": re.compile(r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|infan(?:t|ts|cy)|neonat\w*|newborns?"
-                           r"|adolescen\w*|toddlers?|kids?|teen(?:ager)?s?)\b"
-                           # an age under 18 names a child too: "a 14-year-old", "6 months old"
-                           r"|\b(?:1[0-7]|[1-9])[- ]?(?:years?|yrs?|y)[- ]?old\b"
-                           r"|\b\d+[- ]?(?:months?|weeks?|days?)[- ]?old\b", re.IGNORECASE),
-    "pregnancy": re.compile(r"\b(?:pregnan\w*|antenatal|prenatal|obstetric\w*|gestation\w*)\b",
-                            re.IGNORECASE),
+    "children": re.compile(
+        r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|infan(?:t|ts|cy)|neonat\w*|newborns?"
+        r"|adolescen\w*|toddlers?|kids?|teen(?:ager)?s?)\b"
+        # an age under 18 names a child too: "a 14-year-old", "6 months old"
+        r"|\b(?:1[0-7]|[1-9])[- ]?(?:years?|yrs?|y)[- ]?old\b"
+        r"|\b\d+[- ]?(?:months?|weeks?|days?)[- ]?old\b",
+        re.IGNORECASE,
+    ),
+    "pregnancy": re.compile(
+        r"\b(?:pregnan\w*|antenatal|prenatal|obstetric\w*|gestation\w*)\b", re.IGNORECASE
+    ),
     "breastfeeding": re.compile(r"\b(?:breast-?\s?feed\w*|lactat\w*|nursing mothers?)\b", re.IGNORECASE),
-    "kidney function": re.compile(r"\b(?:renal|kidney|crcl|creatinine clearance|e?gfr|ckd|aki|dialysis"
-                                  r"|ha?emodialysis)\b", re.IGNORECASE),
+    "kidney function": re.compile(
+        r"\b(?:renal|kidney|crcl|creatinine clearance|e?gfr|ckd|aki|dialysis"
+        r"|ha?emodialysis)\b",
+        re.IGNORECASE,
+    ),
     "liver function": re.compile(r"\b(?:hepatic|liver|cirrho\w*|child-pugh)\b", re.IGNORECASE),
     "older age": re.compile(r"\b(?:elderly|older (?:adults?|patients|people)|geriatric)\b", re.IGNORECASE),
     "obesity": re.compile(r"\b(?:obes\w*|bmi)\b", re.IGNORECASE),
 }
-# fmt: on
 _DOSE_UNITS = frozenset({"mg", "mcg", "g", "unit", "mmol", "meq", "ml"})
 
 

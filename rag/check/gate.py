@@ -328,8 +328,10 @@ class SupportGate:
         records = list(self._records)
         for i in self._held_records:
             records[i] = _removed(records[i], (reason,))
-        note = (f"the sentences that passed the support gate give no {wanted.removeprefix('a ')}, which the "
-                "question asks for; the passages found are listed instead")  # fmt: skip
+        note = (
+            f"the sentences that passed the support gate give no {wanted.removeprefix('a ')}, which the "
+            "question asks for; the passages found are listed instead"
+        )
         return GateResult("", "", tuple(records), (), True, (note,))
 
     def _without_off_topic(self, sentence: ParsedSentence) -> ParsedSentence:
@@ -361,8 +363,11 @@ class SupportGate:
         for i, sentence in enumerate(batch):
             if sentence.markers or not any(ch.isalpha() for ch in sentence.claim):
                 continue
-            quoted = [k for k in range(1, len(self.sources) + 1) if not self._missing_for(k)
-                      and quoted_from_passage(sentence.claim, self.sources[k - 1].chunk)]  # fmt: skip
+            quoted = [
+                k
+                for k in range(1, len(self.sources) + 1)
+                if not self._missing_for(k) and quoted_from_passage(sentence.claim, self.sources[k - 1].chunk)
+            ]
             if quoted:
                 tries.append((i, _cited_to(sentence, quoted[0])))
         if not tries:
@@ -394,8 +399,11 @@ class SupportGate:
                 continue
             if sentence.markers and record.supported and cited_on_topic:
                 continue
-            tries += [(i, k, _cited_to(sentence, k)) for k in range(1, len(self.sources) + 1)
-                      if k not in sentence.markers and not self._missing_for(k)]  # fmt: skip
+            tries += [
+                (i, k, _cited_to(sentence, k))
+                for k in range(1, len(self.sources) + 1)
+                if k not in sentence.markers and not self._missing_for(k)
+            ]
         if not tries:
             return
         results = self.verifier.score_sentences([t[2] for t in tries], self.sources, self._question_text)

@@ -50,18 +50,28 @@ SHIPPED_SUPPORT_MODEL = Path(__file__).parent / "weights" / "support-minilm"
 ADAPTER_FILE = "adapter.safetensors"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "medcite-support-1"
-REQUIRED = ("format", "relevance_overlay_sha256", "adapter_sha256", "rank", "alpha", "window_tokens",
-            "calibration")  # fmt: skip
+REQUIRED = (
+    "format",
+    "relevance_overlay_sha256",
+    "adapter_sha256",
+    "rank",
+    "alpha",
+    "window_tokens",
+    "calibration",
+)
 FEATURES = ("best_window_logit", "lexical_coverage")  # the calibration's inputs, in this order
 
 
 def read_support_manifest(folder: Path) -> dict[str, Any]:
-    manifest = read_model_manifest(folder, FORMAT, REQUIRED, "support model", "verify.model_path",
-                                   "medcite models train-support")  # fmt: skip
+    manifest = read_model_manifest(
+        folder, FORMAT, REQUIRED, "support model", "verify.model_path", "medcite models train-support"
+    )
     if tuple(manifest["calibration"].get("features", ())) != FEATURES:
-        raise ModelError(f"{folder / MANIFEST_FILE} calibrates on {manifest['calibration'].get('features')}, "
-                         "this medcite on "
-                         f"{list(FEATURES)}; retrain with `medcite models train-support`")  # fmt: skip
+        raise ModelError(
+            f"{folder / MANIFEST_FILE} calibrates on {manifest['calibration'].get('features')}, "
+            "this medcite on "
+            f"{list(FEATURES)}; retrain with `medcite models train-support`"
+        )
     return dict(manifest)
 
 
@@ -72,8 +82,9 @@ def calibrated(logits: np.ndarray, lexical: np.ndarray, calibration: dict[str, A
     return np.asarray(0.5 * (1.0 + np.tanh((z + float(calibration["bias"])) / 2.0)))
 
 
-def windows(heading: str, body: str, token_counts: Sequence[int], spans: Sequence[tuple[int, int]],
-            budget: int) -> list[str]:  # fmt: skip
+def windows(
+    heading: str, body: str, token_counts: Sequence[int], spans: Sequence[tuple[int, int]], budget: int
+) -> list[str]:
     """Sentence-aligned windows of ``body`` of about ``budget`` wordpieces, each after ``heading``.
 
     ``spans`` are the body's sentences and ``token_counts`` their wordpiece counts. A window
@@ -130,13 +141,18 @@ class TrainedSupport:
                 f"the support model at {self.folder} was trained over another relevance model than the "
                 f"one shipped in {SHIPPED_MODEL}; retrain it with `medcite models train-support`"
             )
-        model = SupportModel(int(relevance["trainable_from"]), int(self.manifest["rank"]),
-                             float(self.manifest["alpha"]))  # fmt: skip
+        model = SupportModel(
+            int(relevance["trainable_from"]), int(self.manifest["rank"]), float(self.manifest["alpha"])
+        )
         base = load_relevance(model, SHIPPED_MODEL, relevance)
         model.adapt()
         adapter = self.folder / ADAPTER_FILE
-        check_file(adapter, self.manifest["adapter_sha256"], "the support adapter",
-                   "restore it from git or retrain with `medcite models train-support`")  # fmt: skip
+        check_file(
+            adapter,
+            self.manifest["adapter_sha256"],
+            "the support adapter",
+            "restore it from git or retrain with `medcite models train-support`",
+        )
         trained = safetensors.load_file(str(adapter))
         if set(trained) != set(model.trained_names()):
             raise ModelError(f"{adapter} holds other tensors than this architecture expects; retrain")

@@ -131,8 +131,12 @@ def rule_checks(claim: str, chunk: Chunk) -> tuple[bool, bool, bool, bool]:
     (``CHECK_PENALTY``) when any fails, the same for the verifier and for the support model's
     calibration in training (module docstring)."""
     text = indexed_text(chunk.title, chunk.section, chunk.text)
-    return (numbers_agree(claim, text), names_agree(claim, text), not unscoped_qualifiers(claim, chunk),
-            not changed_words(claim, chunk))  # fmt: skip
+    return (
+        numbers_agree(claim, text),
+        names_agree(claim, text),
+        not unscoped_qualifiers(claim, chunk),
+        not changed_words(claim, chunk),
+    )
 
 
 @dataclass(frozen=True)
@@ -292,8 +296,21 @@ class SupportVerifier:
             if listed:
                 support = 1.0
             support *= 1.0 if checks_ok else CHECK_PENALTY
-            out.append(PairSupport(cosine, semantic, lexical, numbers_ok, judged, support, model, listed,
-                                   names_ok, scope_ok, copy_ok))  # fmt: skip
+            out.append(
+                PairSupport(
+                    cosine,
+                    semantic,
+                    lexical,
+                    numbers_ok,
+                    judged,
+                    support,
+                    model,
+                    listed,
+                    names_ok,
+                    scope_ok,
+                    copy_ok,
+                )
+            )
         return self._answered(out, pairs, question)
 
     def _answered(

@@ -179,8 +179,13 @@ class LlamaCppGenerator:
         if deadline.expired:
             raise self._timeout()
         choice, usage = out["choices"][0], out["usage"]
-        return generation(choice["text"], int(usage["prompt_tokens"]), int(usage["completion_tokens"]), start,
-                          choice.get("finish_reason"))  # fmt: skip
+        return generation(
+            choice["text"],
+            int(usage["prompt_tokens"]),
+            int(usage["completion_tokens"]),
+            start,
+            choice.get("finish_reason"),
+        )
 
     def stream(
         self,

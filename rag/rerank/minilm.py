@@ -98,6 +98,7 @@ class SupportModel(RelevanceModel):  # type: ignore[misc]
     def trained_names(self) -> list[str]:
         top = tuple(f"encoder.layers.{i}." for i in range(self.trainable_from, LAYERS))
         return [
-            name for name, _ in self.named_parameters()
+            name
+            for name, _ in self.named_parameters()
             if name.startswith("head.") or (name.startswith(top) and (".lora_" in name or "_norm." in name))
-        ]  # fmt: skip
+        ]

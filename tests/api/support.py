@@ -109,9 +109,12 @@ def scripted_assembler(paths: Paths, generator: ScriptedGenerator, verifier: Scr
         index, _ = open_index(paths, profile.index, with_embedder=False)
         settings = PipelineSettings(threshold=None, keep=3, max_tokens=profile.generator.max_tokens)
         pipeline = Pipeline(
-            RecordingRetriever(index), IdentityReranker(), generator,
-            verifier=verifier or ScriptedVerifier(), settings=settings,
-        )  # fmt: skip
+            RecordingRetriever(index),
+            IdentityReranker(),
+            generator,
+            verifier=verifier or ScriptedVerifier(),
+            settings=settings,
+        )
         return Assembled(pipeline=pipeline, index=index, profile=profile)
 
     return assemble

@@ -42,8 +42,16 @@ def test_the_page_and_every_asset_it_loads_are_served_without_a_key(keyed):
         assert asset.headers["content-type"].startswith(expected), path
 
 
-@pytest.mark.parametrize("path", ["/static/missing.js", "/static/..%2Fmain.py", "/static/.hidden.js",
-                                  "/static/page.py", "/static/%2E%2E%2Froutes%2Fpage.py"])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/missing.js",
+        "/static/..%2Fmain.py",
+        "/static/.hidden.js",
+        "/static/page.py",
+        "/static/%2E%2E%2Froutes%2Fpage.py",
+    ],
+)
 def test_nothing_outside_the_static_files_is_served(keyed, path):
     response = httpx.get(f"{keyed}{path}")
     assert response.status_code == 404

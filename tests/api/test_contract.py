@@ -35,8 +35,13 @@ def api_schema(bm25_paths):
 def test_schema_lists_every_endpoint(api_schema):
     paths = set(api_schema.raw_schema["paths"])
     assert paths == {
-        "/health", "/ready", "/v1/models", "/v1/models/{model_id}", "/v1/retrieve", "/v1/chat/completions"
-    }  # fmt: skip
+        "/health",
+        "/ready",
+        "/v1/models",
+        "/v1/models/{model_id}",
+        "/v1/retrieve",
+        "/v1/chat/completions",
+    }
     security = api_schema.raw_schema["components"]["securitySchemes"]
     assert any(s.get("scheme") == "bearer" for s in security.values())
 
@@ -94,10 +99,13 @@ def test_answerable_conversations_are_answered_within_the_schema(api_schema):
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def check(earlier, question, stream, max_tokens, temperature, stop):
         body = {
-            "model": "fast", "messages": [*earlier, {"role": "user", "content": question}],
-            "stream": stream, "max_tokens": max_tokens, "temperature": temperature,
+            "model": "fast",
+            "messages": [*earlier, {"role": "user", "content": question}],
+            "stream": stream,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
             **({} if stop is None else {"stop": stop}),
-        }  # fmt: skip
+        }
         case = operation.Case(body=body, media_type="application/json")
         response = case.call_and_validate(headers={"Authorization": f"Bearer {KEY}"})
         seen.add(response.status_code)

@@ -92,20 +92,29 @@ def test_retrieving_a_model_needs_a_key_as_listing_does(server):
         ({"messages": [{"content": "hi"}]}, "messages.0.role", "missing_required_parameter"),
         ({"messages": [{"role": "wizard", "content": "hi"}]}, "messages.0.role", "invalid_value"),
         ({"messages": [{"role": "user", "content": 7}]}, "messages.0.content", "invalid_type"),
-        ({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
-         "messages.0.content.0.type", "invalid_value"),
+        (
+            {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+            "messages.0.content.0.type",
+            "invalid_value",
+        ),
         ({"messages": "hello"}, "messages", "invalid_type"),
-        ({"messages": [{"role": "user", "content": "hi"}], "max_tokens": "many"}, "max_tokens",
-         "invalid_type"),
+        (
+            {"messages": [{"role": "user", "content": "hi"}], "max_tokens": "many"},
+            "max_tokens",
+            "invalid_type",
+        ),
         ({"messages": [{"role": "user", "content": "hi"}], "temperature": 3}, "temperature", "invalid_value"),
         ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes please"}, "stream", "invalid_type"),
-        ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "b", "c", "d", "e"]}, "stop",
-         "invalid_value"),
+        (
+            {"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "b", "c", "d", "e"]},
+            "stop",
+            "invalid_value",
+        ),
         ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", 5]}, "stop.1", "invalid_type"),
         ({"messages": [{"role": "user", "content": "hi"}], "stop": [""]}, "stop", "invalid_value"),
         ({"messages": [{"role": "user", "content": "hi"}], "n": 0}, "n", "invalid_value"),
     ],
-)  # fmt: skip
+)
 def test_a_body_that_fails_the_schema_is_a_400_naming_the_field(server, body, param, code):
     url, _ = server
     response = httpx.post(f"{url}/v1/chat/completions", json=body, headers=AUTH)
@@ -163,22 +172,28 @@ TOOL = {"type": "function", "function": {"name": "dose", "parameters": {"type": 
     [
         ({"tools": [TOOL]}, "tools", "unsupported_parameter"),
         ({"tool_choice": "auto"}, "tool_choice", "unsupported_parameter"),
-        ({"tool_choice": {"type": "function", "function": {"name": "dose"}}}, "tool_choice",
-         "unsupported_parameter"),
+        (
+            {"tool_choice": {"type": "function", "function": {"name": "dose"}}},
+            "tool_choice",
+            "unsupported_parameter",
+        ),
         ({"functions": [TOOL["function"]]}, "functions", "unsupported_parameter"),
         ({"function_call": "auto"}, "function_call", "unsupported_parameter"),
         ({"parallel_tool_calls": True}, "parallel_tool_calls", "unsupported_parameter"),
         ({"parallel_tool_calls": False}, "parallel_tool_calls", "unsupported_parameter"),
         ({"response_format": {"type": "json_object"}}, "response_format", "unsupported_value"),
-        ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
-         "response_format", "unsupported_value"),
+        (
+            {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
+            "response_format",
+            "unsupported_value",
+        ),
         ({"logprobs": True}, "logprobs", "unsupported_value"),
         ({"top_logprobs": 3}, "top_logprobs", "unsupported_value"),
         ({"n": 2}, "n", "unsupported_value"),
         ({"audio": {"voice": "alloy", "format": "wav"}}, "audio", "unsupported_parameter"),
         ({"modalities": ["text", "audio"]}, "modalities", "unsupported_value"),
     ],
-)  # fmt: skip
+)
 def test_an_unsupported_feature_is_refused_by_name(server, fields, param, code):
     url, generator = server
     before = len(generator.streams)
@@ -203,11 +218,23 @@ def test_the_official_client_is_told_tools_are_not_supported(server):
 def test_sampling_and_bookkeeping_fields_of_stock_clients_are_accepted(server):
     url, _ = server
     reply = client(url).chat.completions.create(
-        model="fast", messages=[{"role": "user", "content": QUESTION}], temperature=0.2, top_p=0.9,
-        presence_penalty=0.1, frequency_penalty=0.1, seed=7, user="clinic-7", metadata={"ward": "4b"},
-        store=False, response_format={"type": "text"}, tool_choice="none", logprobs=False, n=1,
-        modalities=["text"], max_completion_tokens=64,
-    )  # fmt: skip
+        model="fast",
+        messages=[{"role": "user", "content": QUESTION}],
+        temperature=0.2,
+        top_p=0.9,
+        presence_penalty=0.1,
+        frequency_penalty=0.1,
+        seed=7,
+        user="clinic-7",
+        metadata={"ward": "4b"},
+        store=False,
+        response_format={"type": "text"},
+        tool_choice="none",
+        logprobs=False,
+        n=1,
+        modalities=["text"],
+        max_completion_tokens=64,
+    )
     assert reply.choices[0].message.content == f"{FIRST} {SECOND}"
     assert chat(url, tools=[], unknown_future_field={"a": 1}).status_code == 200
 

@@ -29,9 +29,17 @@ SECOND = "Men with a score of 2 or more should receive oral anticoagulation [1].
 
 
 def settings(**changes) -> ApiSettings:
-    base = {"env": "production", "api_keys": [KEY], "profiles": ["fast"], "max_body_bytes": 8192,
-            "max_question_chars": 500, "max_k": 20, "max_tokens": 300, "queue_limit": 1,
-            "rate_limit_per_minute": 0}  # fmt: skip
+    base = {
+        "env": "production",
+        "api_keys": [KEY],
+        "profiles": ["fast"],
+        "max_body_bytes": 8192,
+        "max_question_chars": 500,
+        "max_k": 20,
+        "max_tokens": 300,
+        "queue_limit": 1,
+        "rate_limit_per_minute": 0,
+    }
     return ApiSettings(**{**base, **changes})
 
 
@@ -76,9 +84,11 @@ def test_chat_completion_carries_citations_that_resolve(server, bm25_paths):
 def test_streamed_completion_ends_with_citations_then_done(server, bm25_paths):
     url, _, _ = server
     stream = client(url).chat.completions.create(
-        model="fast", messages=[{"role": "user", "content": QUESTION}], stream=True,
+        model="fast",
+        messages=[{"role": "user", "content": QUESTION}],
+        stream=True,
         stream_options={"include_usage": True},
-    )  # fmt: skip
+    )
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == REPLY
@@ -112,9 +122,10 @@ def test_follow_up_turn_searches_with_the_previous_question(server):
 def test_retrieve_returns_ranked_chunks_with_provenance(server, bm25_paths):
     url, _, _ = server
     response = httpx.post(
-        f"{url}/v1/retrieve", json={"query": "anticoagulation atrial fibrillation", "k": 3, "mode": "bm25"},
+        f"{url}/v1/retrieve",
+        json={"query": "anticoagulation atrial fibrillation", "k": 3, "mode": "bm25"},
         headers={"Authorization": f"Bearer {KEY}"},
-    )  # fmt: skip
+    )
     assert response.status_code == 200
     data = response.json()["data"]
     assert [h["rank"] for h in data] == [1, 2, 3]
@@ -148,23 +159,58 @@ def test_missing_or_wrong_key_is_refused(server):
 @pytest.mark.parametrize(
     ("body", "status", "kind", "code", "param"),
     [
-        ({"model": "fast", "messages": [{"role": "user", "content": "x" * 9000}]}, 413, "request_too_large",
-         "request_too_large", None),
-        ({"model": "fast", "messages": [{"role": "user", "content": "q" * 600}]}, 413, "request_too_large",
-         "request_too_large", None),
+        (
+            {"model": "fast", "messages": [{"role": "user", "content": "x" * 9000}]},
+            413,
+            "request_too_large",
+            "request_too_large",
+            None,
+        ),
+        (
+            {"model": "fast", "messages": [{"role": "user", "content": "q" * 600}]},
+            413,
+            "request_too_large",
+            "request_too_large",
+            None,
+        ),
         ({"model": "fast", "messages": []}, 400, "invalid_request_error", "invalid_value", "messages"),
-        ({"model": "fast", "messages": [{"role": "wizard", "content": "hi"}]}, 400, "invalid_request_error",
-         "invalid_value", "messages.0.role"),
-        ({"model": "fast", "messages": [{"role": "assistant", "content": "hi"}]}, 400,
-         "invalid_request_error", "invalid_value", "messages.0.role"),
-        ({"model": "nope", "messages": [{"role": "user", "content": QUESTION}]}, 404, "invalid_request_error",
-         "model_not_found", "model"),
-        ({"model": "fast", "messages": [{"role": "user", "content": "?!"}]}, 400, "invalid_request_error",
-         "invalid_request_error", None),
-        ({"model": "fast", "max_tokens": 5000, "messages": [{"role": "user", "content": "q"}]}, 400,
-         "invalid_request_error", "invalid_value", "max_tokens"),
+        (
+            {"model": "fast", "messages": [{"role": "wizard", "content": "hi"}]},
+            400,
+            "invalid_request_error",
+            "invalid_value",
+            "messages.0.role",
+        ),
+        (
+            {"model": "fast", "messages": [{"role": "assistant", "content": "hi"}]},
+            400,
+            "invalid_request_error",
+            "invalid_value",
+            "messages.0.role",
+        ),
+        (
+            {"model": "nope", "messages": [{"role": "user", "content": QUESTION}]},
+            404,
+            "invalid_request_error",
+            "model_not_found",
+            "model",
+        ),
+        (
+            {"model": "fast", "messages": [{"role": "user", "content": "?!"}]},
+            400,
+            "invalid_request_error",
+            "invalid_request_error",
+            None,
+        ),
+        (
+            {"model": "fast", "max_tokens": 5000, "messages": [{"role": "user", "content": "q"}]},
+            400,
+            "invalid_request_error",
+            "invalid_value",
+            "max_tokens",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_chat_requests_get_openai_style_errors(server, body, status, kind, code, param):
     url, _, _ = server
     response = httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"})
@@ -180,9 +226,11 @@ def test_malformed_json_and_bad_retrieval_parameters(server):
     not_json = httpx.post(f"{url}/v1/chat/completions", content=b"{not json", headers=auth)
     assert not_json.status_code == 400
     assert not_json.json()["error"] == {
-        "message": not_json.json()["error"]["message"], "type": "invalid_request_error", "param": None,
+        "message": not_json.json()["error"]["message"],
+        "type": "invalid_request_error",
+        "param": None,
         "code": "invalid_json",
-    }  # fmt: skip
+    }
     assert httpx.post(f"{url}/v1/retrieve", json={"query": "af", "k": 21}, headers=auth).status_code == 400
     typo = httpx.post(f"{url}/v1/retrieve", json={"query": "af", "kk": 1}, headers=auth)
     assert typo.status_code == 400
@@ -201,9 +249,10 @@ def test_an_oversize_body_is_refused_by_its_length_or_by_counting_a_chunked_one(
     before = len(generator.streams)
     for content in (body, chunked()):
         response = httpx.post(
-            f"{url}/v1/chat/completions", content=content,
+            f"{url}/v1/chat/completions",
+            content=content,
             headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
-        )  # fmt: skip
+        )
         assert ("content-length" in response.request.headers) == (content is body)
         assert response.status_code == 413
         assert response.headers["content-type"] == "application/json" and response.headers["x-request-id"]
@@ -293,8 +342,9 @@ def test_client_disconnect_stops_generation_and_frees_the_model(server):
     generator.reply = f"{REPLY} {SECOND}"
     body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
     try:
-        with httpx.stream("POST", f"{url}/v1/chat/completions", json=body,
-                          headers={"Authorization": f"Bearer {KEY}"}) as response:  # fmt: skip
+        with httpx.stream(
+            "POST", f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"}
+        ) as response:
             lines = response.iter_lines()
             next(line for line in lines if '"content": "The CHA2DS2-VASc' in line)
         record = wait_until_stopped(generator, app)
@@ -313,8 +363,12 @@ def test_client_leaving_while_a_sentence_is_held_back_still_stops_generation(ser
     body = {"model": "fast", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
     try:
         with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"{url}/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {KEY}"},
-                       timeout=httpx.Timeout(30, read=1.0))  # fmt: skip
+            httpx.post(
+                f"{url}/v1/chat/completions",
+                json=body,
+                headers={"Authorization": f"Bearer {KEY}"},
+                timeout=httpx.Timeout(30, read=1.0),
+            )
         record = wait_until_stopped(generator, app)
         assert record["closed_early"] and not record["finished"]
         assert record["pieces"] < len(REPLY.split(" "))

@@ -62,8 +62,14 @@ def build_index(folder: Path) -> Paths:
 
 
 def server_settings(**changes: Any) -> ApiSettings:
-    base = {"env": "development", "api_keys": [], "profiles": ["fast"], "rate_limit_per_minute": 0,
-            "queue_limit": 2, "max_tokens": 300}  # fmt: skip
+    base = {
+        "env": "development",
+        "api_keys": [],
+        "profiles": ["fast"],
+        "rate_limit_per_minute": 0,
+        "queue_limit": 2,
+        "max_tokens": 300,
+    }
     return ApiSettings(**{**base, **changes})
 
 

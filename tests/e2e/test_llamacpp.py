@@ -116,9 +116,17 @@ def rag_prompt(name: str) -> list[Message]:
 
     text = _PASSAGES[name]
     chunk = Chunk(
-        chunk_id=f"{name}#0", doc_id=name, title=name.upper(), section=(), text=text, start=0, end=len(text),
-        source="test", url="", license="",
-    )  # fmt: skip
+        chunk_id=f"{name}#0",
+        doc_id=name,
+        title=name.upper(),
+        section=(),
+        text=text,
+        start=0,
+        end=len(text),
+        source="test",
+        url="",
+        license="",
+    )
     return rag_messages(_ASKED[name], [Hit(chunk=chunk, score=1.0, rank=1, retriever="test")])
 
 

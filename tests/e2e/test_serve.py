@@ -32,12 +32,20 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def served(small_index_paths):
     port = free_port()
-    env = {**os.environ, "MEDCITE_DATA_DIR": str(small_index_paths.data_dir), "MEDCITE_API_KEYS": KEY,
-           "MEDCITE_PROFILES": "fast", "MEDCITE_ENV": "production"}  # fmt: skip
+    env = {
+        **os.environ,
+        "MEDCITE_DATA_DIR": str(small_index_paths.data_dir),
+        "MEDCITE_API_KEYS": KEY,
+        "MEDCITE_PROFILES": "fast",
+        "MEDCITE_ENV": "production",
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "medcite", "serve", "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
     while True:

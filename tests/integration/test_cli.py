@@ -144,8 +144,10 @@ def test_ask_with_unknown_profile_or_missing_model_says_what_to_do(bm25_index, t
     env_model = {"MEDCITE_MODEL_DIR": str(tmp_path / "no-models")}
     result = subprocess.run(
         [sys.executable, "-m", "medcite", "ask", "Which score?", "--profile", str(profile)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "MEDCITE_DATA_DIR": str(bm25_index), **env_model},
-    )  # fmt: skip
+    )
     assert result.returncode == 2, result.stderr
     assert "medcite models fetch" in result.stderr and "Traceback" not in result.stderr

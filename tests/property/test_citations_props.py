@@ -17,9 +17,14 @@ from tests.helpers import make_hit
 
 def hit(n: int) -> Hit:
     return make_hit(
-        f"doc{n}#0", f"passage {n}", score=1.0, rank=n,
-        title=f"Doc {n}", section=("S",), url=f"https://example.org/{n}",
-    )  # fmt: skip
+        f"doc{n}#0",
+        f"passage {n}",
+        score=1.0,
+        rank=n,
+        title=f"Doc {n}",
+        section=("S",),
+        url=f"https://example.org/{n}",
+    )
 
 
 SOURCES = [hit(n) for n in range(1, 6)]

@@ -20,10 +20,12 @@ DOCS = [
     for n in range(N_DOCS)
 ]
 EVAL_CONFIG = {
-    "name": "killed", "profile": "fast", "seed": 3,
+    "name": "killed",
+    "profile": "fast",
+    "seed": 3,
     "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}],
     "grid": {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True},
-}  # fmt: skip
+}
 
 
 class SlowEmbedder(HashEmbedder):
@@ -60,10 +62,15 @@ def build(data: Path, embedder: HashEmbedder):
     from indexes.dense import DenseParams
 
     return build_index(
-        [ListSource(DOCS)], BuildConfig(name="killed", dense=DenseParams()), data / "indexes",
-        spans=whitespace_spans, tokenizer_name="whitespace", embedder=embedder,
-        cache_dir=data / "cache", progress=False,
-    )  # fmt: skip
+        [ListSource(DOCS)],
+        BuildConfig(name="killed", dense=DenseParams()),
+        data / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=embedder,
+        cache_dir=data / "cache",
+        progress=False,
+    )
 
 
 def run(data: Path, out: Path, model: SlowLetterModel):

@@ -24,9 +24,12 @@ def server_process(module: str, *args: str) -> Iterator[tuple[str, subprocess.Po
     """``python -m module args...`` from the repository root; yields (base URL, process)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", module, *args],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()

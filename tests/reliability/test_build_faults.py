@@ -86,10 +86,15 @@ def fail_writes_of(monkeypatch, target: str) -> None:
 
 def build(tmp: Path, docs, embedder: HashEmbedder):
     return build_index(
-        [ListSource(docs)], BuildConfig(name=NAME, dense=DenseParams()), tmp / "indexes",
-        spans=whitespace_spans, tokenizer_name="whitespace", embedder=embedder,
-        cache_dir=tmp / "cache", progress=False,
-    )  # fmt: skip
+        [ListSource(docs)],
+        BuildConfig(name=NAME, dense=DenseParams()),
+        tmp / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=embedder,
+        cache_dir=tmp / "cache",
+        progress=False,
+    )
 
 
 def answer(tmp: Path) -> list[str]:

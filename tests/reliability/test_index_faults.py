@@ -30,27 +30,52 @@ NAME = "faults"
 QUERIES = ["anticoagulation atrial fibrillation score", "inheritance gene disorder"]
 
 DOCS = [
-    make_doc("f:marfan", {"Definition": "Marfan syndrome is a connective tissue disorder.",
-                          "Inheritance": "Autosomal dominant inheritance, FBN1 gene."}, title="Marfan"),
-    make_doc("f:cf", {"Definition": "Cystic fibrosis affects lungs and pancreas.",
-                      "Inheritance": "Autosomal recessive inheritance, CFTR gene."}, title="Cystic fibrosis"),
-    make_doc("f:af", {"Anticoagulation": "Use the CHA2DS2-VASc score to decide on anticoagulation.",
-                      "Rate": "Beta blockers control the ventricular rate in atrial fibrillation."},
-             title="Atrial fibrillation guideline"),
-]  # fmt: skip
+    make_doc(
+        "f:marfan",
+        {
+            "Definition": "Marfan syndrome is a connective tissue disorder.",
+            "Inheritance": "Autosomal dominant inheritance, FBN1 gene.",
+        },
+        title="Marfan",
+    ),
+    make_doc(
+        "f:cf",
+        {
+            "Definition": "Cystic fibrosis affects lungs and pancreas.",
+            "Inheritance": "Autosomal recessive inheritance, CFTR gene.",
+        },
+        title="Cystic fibrosis",
+    ),
+    make_doc(
+        "f:af",
+        {
+            "Anticoagulation": "Use the CHA2DS2-VASc score to decide on anticoagulation.",
+            "Rate": "Beta blockers control the ventricular rate in atrial fibrillation.",
+        },
+        title="Atrial fibrillation guideline",
+    ),
+]
 OTHER_DOCS = [
     make_doc("g:gout", {"Treatment": "Colchicine treats acute gout; allopurinol lowers urate."}),
-    make_doc("g:af", {"Anticoagulation": "Apixaban is an anticoagulation choice in atrial fibrillation."},
-             title="Atrial fibrillation, other guideline"),
-]  # fmt: skip
+    make_doc(
+        "g:af",
+        {"Anticoagulation": "Apixaban is an anticoagulation choice in atrial fibrillation."},
+        title="Atrial fibrillation, other guideline",
+    ),
+]
 
 
 def build(data: Path, docs) -> Path:
     report = build_index(
-        [ListSource(docs)], BuildConfig(name=NAME, dense=DenseParams()), data / "indexes",
-        spans=whitespace_spans, tokenizer_name="whitespace", embedder=HashEmbedder(),
-        cache_dir=data / "cache", progress=False,
-    )  # fmt: skip
+        [ListSource(docs)],
+        BuildConfig(name=NAME, dense=DenseParams()),
+        data / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=HashEmbedder(),
+        cache_dir=data / "cache",
+        progress=False,
+    )
     return report.folder
 
 
@@ -70,9 +95,11 @@ def answers(url: str, proc: subprocess.Popen) -> list[list[tuple[str, float, str
         for query in QUERIES:
             try:
                 response = httpx.post(
-                    f"{url}/v1/retrieve", json={"query": query, "k": 4, "mode": mode},
-                    headers={"Authorization": f"Bearer {KEY}"}, timeout=30,
-                )  # fmt: skip
+                    f"{url}/v1/retrieve",
+                    json={"query": query, "k": 4, "mode": mode},
+                    headers={"Authorization": f"Bearer {KEY}"},
+                    timeout=30,
+                )
             except httpx.TransportError as exc:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(timeout=10)

@@ -43,9 +43,17 @@ QUESTION = "What paracetamol dose do children take?"
 def hit(cid: str, rank: int) -> Hit:
     title, section, text = PASSAGES[cid]
     return make_hit(
-        cid, text, score=1.0 / rank, rank=rank, retriever="hybrid", title=title, section=(section,),
-        source="user-docs", url=f"file:///docs/{cid}", license="user-provided",
-    )  # fmt: skip
+        cid,
+        text,
+        score=1.0 / rank,
+        rank=rank,
+        retriever="hybrid",
+        title=title,
+        section=(section,),
+        source="user-docs",
+        url=f"file:///docs/{cid}",
+        license="user-provided",
+    )
 
 
 HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
@@ -80,11 +88,17 @@ def answer(reply: str, *, verify: bool = True, policy: str = "drop") -> tuple[An
     gen = ObedientGenerator(reply)
     verifier = SupportVerifier(HashEmbedder()) if verify else None
     pipe = Pipeline(
-        ListRetriever(HITS), IdentityReranker(), gen, verifier=verifier,
+        ListRetriever(HITS),
+        IdentityReranker(),
+        gen,
+        verifier=verifier,
         settings=PipelineSettings(
-            threshold=None, keep=3, screen_instructions=False, support_policy=policy,  # type: ignore[arg-type]
+            threshold=None,
+            keep=3,
+            screen_instructions=False,
+            support_policy=policy,  # type: ignore[arg-type]
         ),
-    )  # fmt: skip
+    )
     return pipe.answer(QUESTION), gen
 
 
@@ -250,10 +264,23 @@ def test_passage_markup_and_control_characters_are_shown_as_literal_text():
     markup = (
         "<b>bold</b> &amp; <script>alert(1)</script> \x1b[31mred\x1b[0m \x1b]8;;http://x\x07link \u202eevil"
     )
-    evil = Hit(chunk=Chunk(
-        chunk_id="md#0", doc_id="md", title="<i>Notes</i>", section=("S",), source="user-docs", url="file:///md",
-        license="user-provided", start=0, end=len(markup), text=markup,
-    ), score=1.0, rank=1, retriever="bm25")  # fmt: skip
+    evil = Hit(
+        chunk=Chunk(
+            chunk_id="md#0",
+            doc_id="md",
+            title="<i>Notes</i>",
+            section=("S",),
+            source="user-docs",
+            url="file:///md",
+            license="user-provided",
+            start=0,
+            end=len(markup),
+            text=markup,
+        ),
+        score=1.0,
+        rank=1,
+        retriever="bm25",
+    )
     result = Answer(question="q", text="Bold text [1].", mode="degraded", evidence=(evil,))
     data = answer_to_dict(result)
     assert data["evidence"][0]["text"] == markup and data["evidence"][0]["title"] == "<i>Notes</i>"

@@ -66,9 +66,16 @@ def cluster() -> Any:
 
 def build(indexes: Path, cache: Path, engine: BuildEngine, embedder: HashEmbedder) -> BuildReport:
     return build_index(
-        [ListSource(DOCS)], BuildConfig(name="faults", shards=2), indexes, spans=whitespace_spans,
-        tokenizer_name="whitespace", embedder=embedder, cache_dir=cache, progress=False, engine=engine,
-    )  # fmt: skip
+        [ListSource(DOCS)],
+        BuildConfig(name="faults", shards=2),
+        indexes,
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=embedder,
+        cache_dir=cache,
+        progress=False,
+        engine=engine,
+    )
 
 
 def comparable(report: BuildReport) -> dict[str, Any]:
@@ -116,8 +123,9 @@ def test_a_build_that_cannot_finish_leaves_the_previous_index_served(cluster: An
     with pytest.raises(RayBuildError, match="run the build again"):
         build(indexes, tmp_path / "cache", RayEngine(workers=1, batch_size=BATCH), failing)
     assert sorted(p.name for p in indexes.iterdir() if not p.name.endswith(".lock")) == [
-        "faults", previous.folder.name
-    ]  # fmt: skip
+        "faults",
+        previous.folder.name,
+    ]
     served = load_index(indexes / "faults")
     try:
         assert served.loaded_from == previous.folder

@@ -27,10 +27,15 @@ N_ITEMS = 3 * (5 + 3)  # three conditions (closed-book, k=1, k=2) x 8 items
 
 def config() -> EvalConfig:
     grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
-    return EvalConfig.model_validate({
-        "name": "faults", "profile": "fast", "seed": 9, "grid": grid,
-        "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}],
-    })  # fmt: skip
+    return EvalConfig.model_validate(
+        {
+            "name": "faults",
+            "profile": "fast",
+            "seed": 9,
+            "grid": grid,
+            "mcq": [{"dataset": "medqa", "n": 5}, {"dataset": "pubmedqa", "n": 3}],
+        }
+    )
 
 
 def records(folder: Path) -> list[dict]:
@@ -68,8 +73,14 @@ def test_a_worker_node_killed_mid_run_changes_nothing_in_the_records(tmp_path):
         seen: list[int] = []
         killer = threading.Thread(target=kill_when, args=(cluster, nodes[0], out / "records.jsonl", 6, seen))
         killer.start()
-        summary = run_eval(config(), paths, out=out, progress=False, engine=RayEngine(workers=2),
-                           generator=LoggedModel(log, delay_s=0.25))  # fmt: skip
+        summary = run_eval(
+            config(),
+            paths,
+            out=out,
+            progress=False,
+            engine=RayEngine(workers=2),
+            generator=LoggedModel(log, delay_s=0.25),
+        )
         killer.join()
 
     assert seen and seen[0] < N_ITEMS  # the node went down while items were still to answer

@@ -107,8 +107,12 @@ def test_new_score_cache_file_reads_the_old_way(tmp_path):
 
 
 def old_generation_key(method: str, messages: Sequence[Message], params: dict[str, Any]) -> str:
-    payload = {"model": FINGERPRINT, "method": method, "messages": [[m.role, m.content] for m in messages],
-               "params": params}  # fmt: skip
+    payload = {
+        "model": FINGERPRINT,
+        "method": method,
+        "messages": [[m.role, m.content] for m in messages],
+        "params": params,
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -117,8 +121,13 @@ def write_old_generations(path: Path) -> None:
     db = sqlite3.connect(path, check_same_thread=False)
     db.execute("CREATE TABLE IF NOT EXISTS generations (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     db.commit()
-    answer = {"text": "Colchicine — first line [1].", "prompt_tokens": 40, "completion_tokens": 7,
-              "seconds": 12.5, "finish_reason": "stop"}  # fmt: skip
+    answer = {
+        "text": "Colchicine — first line [1].",
+        "prompt_tokens": 40,
+        "completion_tokens": 7,
+        "seconds": 12.5,
+        "finish_reason": "stop",
+    }
     key = old_generation_key("generate", MESSAGES, {"max_tokens": 64, "stop": ["\n\n"]})
     db.execute("INSERT OR REPLACE INTO generations (key, value) VALUES (?, ?)", (key, json.dumps(answer)))
     key = old_generation_key("next_token_logprobs", MESSAGES, {"candidates": ["A", "B", "C"]})
@@ -169,8 +178,12 @@ def test_old_judge_cache_file_answers_without_the_judge(tmp_path):
     conn = sqlite3.connect(path, isolation_level=None)  # the old JudgeCache.__init__ / put
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
-    payload = {"messages": [[m.role, m.content] for m in MESSAGES], "max_tokens": 32, "temperature": 0.0,
-               "stop": []}  # fmt: skip
+    payload = {
+        "messages": [[m.role, m.content] for m in MESSAGES],
+        "max_tokens": 32,
+        "temperature": 0.0,
+        "stop": [],
+    }
     key = old_sha256_json({"judge": FINGERPRINT, "kind": "generate", **payload})
     verdict = {"text": "Verdict: oui", "prompt_tokens": 9, "completion_tokens": 3, "finish_reason": "stop"}
     text = json.dumps(verdict, ensure_ascii=False, allow_nan=False)
@@ -210,8 +223,10 @@ def test_old_embedding_cache_file_gives_back_its_vectors(tmp_path):
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
     db.commit()
-    rows = ((hashlib.sha256(t.encode("utf-8")).digest(), np.ascontiguousarray(v, dtype=np.float32).tobytes())
-            for t, v in zip(texts, old, strict=True))  # fmt: skip
+    rows = (
+        (hashlib.sha256(t.encode("utf-8")).digest(), np.ascontiguousarray(v, dtype=np.float32).tobytes())
+        for t, v in zip(texts, old, strict=True)
+    )
     db.executemany("INSERT OR REPLACE INTO vectors (key, vector) VALUES (?, ?)", rows)
     db.commit()
     db.close()

@@ -69,8 +69,10 @@ def test_the_deepest_error_of_a_union_decides_param_and_code():
 def test_a_refused_feature_keeps_its_own_message():
     error = body_for({"messages": USER, "response_format": {"type": "json_object"}})
     assert (error["type"], error["param"], error["code"]) == (
-        "invalid_request_error", "response_format", "unsupported_value",
-    )  # fmt: skip
+        "invalid_request_error",
+        "response_format",
+        "unsupported_value",
+    )
     assert '{"type": "text"}' in error["message"]  # the braces survive pydantic's message template
 
 
@@ -83,6 +85,7 @@ def test_exceptions_carry_code_and_param():
     assert code_and_param(UnknownModelError("no such model")) == ("model_not_found", "model")
     assert code_and_param(GeneratorTimeout("slow")) == ("timeout", None)
     assert code_and_param(ApiError(400, "bad", "invalid_request_error", param="stop")) == (
-        "invalid_request_error", "stop",
-    )  # fmt: skip
+        "invalid_request_error",
+        "stop",
+    )
     assert code_and_param(RuntimeError("boom")) == ("server_error", None)

@@ -10,9 +10,13 @@ CHUNK = Chunk("d#0", "d", "Doc", ("S",), "src", "https://x", "CC0", 5, 12, "pass
 
 def answer(mode: str = "rag", text: str = "Yes [1].", tokens: int = 3) -> Answer:
     return Answer(
-        question="q", text=text, mode=mode, citations=(Citation.from_chunk(1, CHUNK, support=0.8),),
-        evidence=(Hit(CHUNK, 0.9, 1, "bm25"),), usage={"prompt_tokens": 10, "completion_tokens": tokens},
-    )  # fmt: skip
+        question="q",
+        text=text,
+        mode=mode,
+        citations=(Citation.from_chunk(1, CHUNK, support=0.8),),
+        evidence=(Hit(CHUNK, 0.9, 1, "bm25"),),
+        usage={"prompt_tokens": 10, "completion_tokens": tokens},
+    )
 
 
 def feed_all(holdback: AbstainHoldBack, pieces: list[str]) -> str:

@@ -14,8 +14,13 @@ LICE = "What is the recommended treatment for head lice in children?"
 
 
 def _answer(question: str, mode: str, text: str, supported: tuple[bool, ...] = ()) -> dict:
-    return {"question": question, "mode": mode, "answer": text, "total_seconds": 1.0,
-            "sentences": [{"supported": s} for s in supported]}  # fmt: skip
+    return {
+        "question": question,
+        "mode": mode,
+        "answer": text,
+        "total_seconds": 1.0,
+        "sentences": [{"supported": s} for s in supported],
+    }
 
 
 def test_key_facts_decide_correct_wrong_and_missed() -> None:
@@ -34,8 +39,10 @@ def test_the_ten_questions_are_the_bench_questions() -> None:
 
 
 def test_summary_counts_and_runs_must_ask_the_same_questions() -> None:
-    run = {"answers": [_answer(GOUT, "rag", "< 6 mg/dL", (True, False)), _answer(LICE, "rag", "x", (True,))],
-           "summary": {"median_seconds": {"rerank": 0.5, "generate": 9.0}}}  # fmt: skip
+    run = {
+        "answers": [_answer(GOUT, "rag", "< 6 mg/dL", (True, False)), _answer(LICE, "rag", "x", (True,))],
+        "summary": {"median_seconds": {"rerank": 0.5, "generate": 9.0}},
+    }
     s = summary(run)
     assert (s["presented"], s["correct"], s["wrong"], s["missed"]) == (2, 1, 1, 0)
     assert (s["sentences_shown"], s["shown_and_supported"], s["shown_unsupported"]) == (3, 2, 1)
@@ -49,7 +56,9 @@ def test_summary_counts_and_runs_must_ask_the_same_questions() -> None:
 
 def test_committed_side_by_side_matches_its_runs() -> None:
     results = Path(__file__).parents[3] / "docs" / "results"
-    runs = tuple(json.loads((results / f).read_text(encoding="utf-8"))
-                 for f in ("ask_10_questions.json", "ask_10_questions_trained_gate.json"))  # fmt: skip
+    runs = tuple(
+        json.loads((results / f).read_text(encoding="utf-8"))
+        for f in ("ask_10_questions.json", "ask_10_questions_trained_gate.json")
+    )
     expected = markdown(("ask_10_questions", "ask_10_questions_trained_gate"), runs)  # type: ignore[arg-type]
     assert (results / "ask_10_side_by_side.md").read_text(encoding="utf-8") == expected

@@ -38,8 +38,10 @@ def test_key_terms_keep_the_subject_and_drop_how_the_question_asks():
     assert key_terms(PEMBRO) == ("pembrolizumab", "metastatic", "melanoma")
     # compounds are split, "first-line", "acute" and "treatment" say nothing of the subject
     assert key_terms("What is the first-line treatment for acute angle-closure glaucoma?") == (
-        "angle", "closure", "glaucoma",
-    )  # fmt: skip
+        "angle",
+        "closure",
+        "glaucoma",
+    )
     assert key_terms("Which eGFR range defines CKD stage G3a?") == ("egfr", "ckd", "g3a")
     assert key_terms("Is 2.5 mg of warfarin given to 70 patients?") == ("warfarin",)  # no numbers, units
     # the generic list is compared by stem: "decided" and "scoring" go with "decide" and "score"
@@ -54,16 +56,18 @@ def test_the_issue_14_passage_is_not_about_a_drug_it_never_names():
 def test_a_research_question_framing_is_no_subject_but_its_drug_and_disease_are():
     # BioASQ 11B: the gold snippet says "not superior to placebo", never "effective"
     levosimendan = chunk(
-        "PubMed 34536404", ("Abstract snippet",),
+        "PubMed 34536404",
+        ("Abstract snippet",),
         "Levosimendan was not superior to placebo in maintaining respiratory function in a broad "
         "population with amyotrophic lateral sclerosis.",
-    )  # fmt: skip
+    )
     question = "Is levosimendan effective for amyotrophic lateral sclerosis?"
     assert key_terms(question) == ("levosimendan", "amyotrophic", "lateral", "sclerosis")
     assert is_about(question, levosimendan)
     assert key_terms("What is the mechanism of action of Alzheimer's drug lecanemab?") == (
-        "alzheimer", "lecanemab",
-    )  # fmt: skip  (the possessive "s" is no term either)
+        "alzheimer",
+        "lecanemab",
+    )  # (the possessive "s" is no term either)
     # the drug still has to be there: a passage on another drug for ALS is not about it
     riluzole = chunk("PubMed 1", (), "Riluzole prolongs survival in amyotrophic lateral sclerosis.")
     assert missing_terms(key_terms(question), riluzole) == ("levosimendan",)
@@ -90,9 +94,10 @@ def test_one_measure_spelled_two_ways_counts_once_and_nothing_else_does():
 
 def test_title_and_section_count_as_part_of_the_passage():
     af = chunk(
-        "Guideline for the Management of Atrial Fibrillation", ("Anticoagulation",),
+        "Guideline for the Management of Atrial Fibrillation",
+        ("Anticoagulation",),
         "The CHA2DS2-VASc score is the recommended tool for stroke risk.",
-    )  # fmt: skip
+    )
     assert is_about("Which score is used to decide on anticoagulation in atrial fibrillation?", af)
     assert not is_about("Which score is used to decide on anticoagulation in atrial flutter?", af)
 
@@ -113,9 +118,15 @@ def test_known_miss_a_list_that_names_every_key_term_passes():
 
 @pytest.mark.parametrize(
     ("a", "b"),
-    [("infections", "infection"), ("diabetes", "diabetic"), ("treated", "treat"), ("therapies", "therapy"),
-     ("melanomas", "melanoma"), ("doses", "dose")],
-)  # fmt: skip
+    [
+        ("infections", "infection"),
+        ("diabetes", "diabetic"),
+        ("treated", "treat"),
+        ("therapies", "therapy"),
+        ("melanomas", "melanoma"),
+        ("doses", "dose"),
+    ],
+)
 def test_stem_meets_inflections(a, b):
     assert stem(a) == stem(b)
 
@@ -226,8 +237,11 @@ def test_the_article_a_is_no_key_term_but_a_capital_a_naming_something_is():
     # "a" stood as a key term, so a guideline bullet without the article was "not about" the
     # question: "What is the dose of colchicine for a gout flare ...?" -> "not mentioned: a"
     assert key_terms("What is the dose of colchicine for a gout flare in severe kidney disease?") == (
-        "colchicine", "gout", "flare", "kidney",
-    )  # fmt: skip
+        "colchicine",
+        "gout",
+        "flare",
+        "kidney",
+    )
     assert key_terms("A patient with sepsis needs what?") == ("sepsis",)
     assert key_terms("What causes hepatitis A?") == ("hepatitis", "a")
     assert key_terms("What is vitamin A deficiency?") == ("vitamin", "a", "deficiency")
@@ -238,12 +252,18 @@ def test_the_article_a_is_no_key_term_but_a_capital_a_naming_something_is():
     [
         ("What is the dose of heparin in STEMI?", "70-100 U/kg IV bolus [1].", True),
         ("What is the dose of epinephrine for neonates?", "Evidence for dosing is weak [1].", False),
-        ("What is the treatment of asthma exacerbation in pregnancy?",
-         "Salbutamol 4-10 puffs by pMDI, repeated every 20 minutes [1].", True),  # a regimen
+        (
+            "What is the treatment of asthma exacerbation in pregnancy?",
+            "Salbutamol 4-10 puffs by pMDI, repeated every 20 minutes [1].",
+            True,
+        ),  # a regimen
         ("What is the treatment of asthma exacerbation?", "Oral corticosteroids are recommended [1].", True),
-        ("What is the recommended dose of hydrocortisone in septic shock?",
-         "This represents a change from the 2016 guideline [1].", False),
+        (
+            "What is the recommended dose of hydrocortisone in septic shock?",
+            "This represents a change from the 2016 guideline [1].",
+            False,
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_answer_gives_what_the_question_asks_for(question, text, given):
     assert all(kind.given_in(text) for kind in asked_for(question)) is given

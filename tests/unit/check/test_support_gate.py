@@ -19,12 +19,18 @@ from rag.rerank.identity import IdentityReranker
 from tests.helpers import ListRetriever, ScriptedVerifier, WordGenerator, make_hit
 
 PASSAGES = {  # chunk id -> (title, section, text)
-    "af#0": ("Management of Atrial Fibrillation", "Anticoagulation",
-             "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation."),
-    "af#1": ("Management of Atrial Fibrillation", "Anticoagulation",
-             "Men with a CHA2DS2-VASc score of 2 or more should receive oral anticoagulation."),
+    "af#0": (
+        "Management of Atrial Fibrillation",
+        "Anticoagulation",
+        "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation.",
+    ),
+    "af#1": (
+        "Management of Atrial Fibrillation",
+        "Anticoagulation",
+        "Men with a CHA2DS2-VASc score of 2 or more should receive oral anticoagulation.",
+    ),
     "mel#0": ("Familial melanoma", "Phenotypes > Very frequent (80-99%)", "Melanoma\nNevus"),
-}  # fmt: skip
+}
 QUESTION = "Which score guides anticoagulation in atrial fibrillation?"
 GOOD = "The CHA2DS2-VASc score guides anticoagulation [1]."
 GOOD_2 = "Men scoring 2 or more should receive anticoagulation [2]."
@@ -34,9 +40,15 @@ BAD = "The recommended dose is 200 mg every 2 weeks [2]."  # the scripted verifi
 def hit(cid: str, rank: int) -> Hit:
     title, section, text = PASSAGES[cid]
     return make_hit(
-        cid, text, score=1.0 / rank, rank=rank, retriever="hybrid", title=title,
-        section=tuple(section.split(" > ")), url=f"https://x/{cid}",
-    )  # fmt: skip
+        cid,
+        text,
+        score=1.0 / rank,
+        rank=rank,
+        retriever="hybrid",
+        title=title,
+        section=tuple(section.split(" > ")),
+        url=f"https://x/{cid}",
+    )
 
 
 HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
@@ -67,8 +79,10 @@ def test_drop_removes_the_unsupported_sentence_its_citation_and_says_so():
     assert [(s.status, s.supported) for s in answer.sentences] == [("shown", True), ("removed", False)]
     assert "200 mg" in answer.sentences[1].text  # the record keeps what was removed
     assert answer.sentences[1].reasons == ("support 0.10 is below the threshold 0.50",)
-    assert any("removed from the answer: 1 of 2 sentences" in n and "below the support threshold" in n
-               for n in answer.notes)  # fmt: skip
+    assert any(
+        "removed from the answer: 1 of 2 sentences" in n and "below the support threshold" in n
+        for n in answer.notes
+    )
 
 
 def test_a_sentence_that_only_repeats_a_source_label_is_not_an_answer():
@@ -182,8 +196,11 @@ def test_under_uncited_supported_an_uncited_sentence_is_cited_to_the_passage_tha
     assert answer.mode == "rag" and answer.text == "".join(pieces)
     assert answer.text == f"{MEN.removesuffix('.')} [2]. {GOOD}"
     assert [(s.status, s.markers) for s in answer.sentences] == [("shown", (2,)), ("shown", (1,))]
-    assert any("1 sentences without a marker are cited to the passage about the question that supports "
-               "them best ([2])" in n for n in answer.notes)  # fmt: skip
+    assert any(
+        "1 sentences without a marker are cited to the passage about the question that supports "
+        "them best ([2])" in n
+        for n in answer.notes
+    )
 
 
 @pytest.mark.parametrize(
@@ -210,24 +227,32 @@ def test_by_default_an_uncited_sentence_a_passage_supports_is_still_dropped():
 @pytest.mark.parametrize(
     ("sentence", "shown"),
     [  # the scripted verifier rejects any claim naming freckles (no passage lists them)
-        ("The symptoms of familial melanoma include melanoma, freckles and nevus [3].",
-         "The symptoms of familial melanoma include melanoma and nevus [3]."),
-        ("The symptoms of familial melanoma include melanoma, nevus and freckles [1].",  # wrong passage too
-         "The symptoms of familial melanoma include melanoma and nevus [3]."),
+        (
+            "The symptoms of familial melanoma include melanoma, freckles and nevus [3].",
+            "The symptoms of familial melanoma include melanoma and nevus [3].",
+        ),
+        (
+            # wrong passage too
+            "The symptoms of familial melanoma include melanoma, nevus and freckles [1].",
+            "The symptoms of familial melanoma include melanoma and nevus [3].",
+        ),
         ("The symptoms of familial melanoma include melanoma and freckles [3].", None),  # one item left
         ("Familial melanoma never causes melanoma, nevus or freckles [3].", None),  # no plain lead-in
     ],
-)  # fmt: skip
+)
 def test_a_list_is_cut_to_the_items_its_passages_list(sentence, shown):
-    pieces, answer = streamed(make(sentence, verifier=ScriptedVerifier(unsupported=["freckles"]))[0],
-                              LIST_QUESTION)  # fmt: skip
+    pieces, answer = streamed(
+        make(sentence, verifier=ScriptedVerifier(unsupported=["freckles"]))[0], LIST_QUESTION
+    )
     if shown is None:
         assert answer.mode == "abstained" and answer.sentences[0].status == "removed"
         return
     assert answer.mode == "rag" and answer.text == shown == "".join(pieces)
     assert [c.marker for c in answer.citations] == [3]
-    assert any("1 list sentences were cited" in n and "1 items no such passage lists left out" in n
-               for n in answer.notes)  # fmt: skip
+    assert any(
+        "1 list sentences were cited" in n and "1 items no such passage lists left out" in n
+        for n in answer.notes
+    )
 
 
 # -- aboutness ----------------------------------------------------------------------------------
@@ -272,8 +297,10 @@ def test_when_no_passage_is_about_the_question_it_abstains_without_generating():
     pipe, generator = make("Melanoma is very frequent [3].", verifier=ScriptedVerifier())
     answer = pipe.answer("What is the recommended dose of pembrolizumab for metastatic melanoma?")
     assert answer.mode == "abstained" and answer.sentences == () and generator.produced == 0
-    assert answer.notes[-1] == ("none of the 3 passages found is about the question; not mentioned: "
-                                "pembrolizumab (3), metastatic (3), a dose (3), melanoma (2)")  # fmt: skip
+    assert answer.notes[-1] == (
+        "none of the 3 passages found is about the question; not mentioned: "
+        "pembrolizumab (3), metastatic (3), a dose (3), melanoma (2)"
+    )
     assert len(answer.evidence) == 3  # the passages found are still listed
 
 
@@ -422,19 +449,34 @@ def test_terminal_output_never_prints_a_removed_sentence_but_json_keeps_its_reco
 # -- what the question asks for -------------------------------------------------------------------
 DOSE_QUESTION = "What is the dose of epinephrine in neonatal resuscitation?"
 NEONATAL = [
-    make_hit(f"nrp#{n}", text, score=1.0, rank=n + 1, retriever="hybrid", title="Neonatal Resuscitation",
-             section=("Medications",), url=f"https://x/nrp{n}")
-    for n, text in enumerate([
-        "Evidence for epinephrine dosing in neonates comes largely from animal models.",
-        "Epinephrine dose: 0.01 to 0.03 mg/kg IV.",
-    ])
-]  # fmt: skip
+    make_hit(
+        f"nrp#{n}",
+        text,
+        score=1.0,
+        rank=n + 1,
+        retriever="hybrid",
+        title="Neonatal Resuscitation",
+        section=("Medications",),
+        url=f"https://x/nrp{n}",
+    )
+    for n, text in enumerate(
+        [
+            "Evidence for epinephrine dosing in neonates comes largely from animal models.",
+            "Epinephrine dose: 0.01 to 0.03 mg/kg IV.",
+        ]
+    )
+]
 
 
 def dose_pipeline(reply: str, policy: str = "drop") -> Pipeline:
     config = PipelineSettings(threshold=None, keep=2, support_policy=policy)  # type: ignore[arg-type]
-    return Pipeline(ListRetriever(NEONATAL), IdentityReranker(), WordGenerator(reply),
-                    verifier=ScriptedVerifier(), settings=config)  # fmt: skip
+    return Pipeline(
+        ListRetriever(NEONATAL),
+        IdentityReranker(),
+        WordGenerator(reply),
+        verifier=ScriptedVerifier(),
+        settings=config,
+    )
 
 
 def test_an_answer_that_never_gives_the_dose_asked_for_abstains_and_sends_nothing():
@@ -474,15 +516,25 @@ def test_a_supported_sentence_that_answers_something_else_is_not_presented():
     parsed = parse_answer(f"{GOOD} Men scoring 2 or more need anticoagulation [2].", HITS)
     rules = GateRules(terms="every", min_answer=0.3)
     gate = SupportGate(
-        QUESTION, HITS, ScriptedVerifier(unsupported=[]), "drop", abstain_token=abstain_token(), rules=rules,
+        QUESTION,
+        HITS,
+        ScriptedVerifier(unsupported=[]),
+        "drop",
+        abstain_token=abstain_token(),
+        rules=rules,
         relevance_of=relevance_of,
-    )  # fmt: skip
+    )
     result = gate.finish(parsed)
     assert result.text == GOOD
     removed = [s for s in result.sentences if s.status == "removed"]
     assert len(removed) == 1 and "does not answer the question (relevance 0.05 < 0.30)" in removed[0].reasons
     off = SupportGate(
-        QUESTION, HITS, ScriptedVerifier(unsupported=[]), "drop", abstain_token=abstain_token(),
-        rules=rules.without("answers"), relevance_of=relevance_of,
-    )  # fmt: skip
+        QUESTION,
+        HITS,
+        ScriptedVerifier(unsupported=[]),
+        "drop",
+        abstain_token=abstain_token(),
+        rules=rules.without("answers"),
+        relevance_of=relevance_of,
+    )
     assert "Men scoring" in off.finish(parsed).text  # the check off: both shown

@@ -48,8 +48,9 @@ def test_an_empty_body_is_read_as_its_heading_only() -> None:
 def test_calibration_is_a_logistic_of_the_logit_and_the_lexical_coverage() -> None:
     calibration = {"features": ["best_window_logit", "lexical_coverage"], "weights": [2.0, 1.0], "bias": -1.0}
     p = calibrated(np.array([0.0, 1.0, 0.5]), np.array([1.0, 0.0, 0.5]), calibration)
-    assert p == pytest.approx([1 / (1 + np.exp(-(0 + 1 - 1))), 1 / (1 + np.exp(-(2 + 0 - 1))),
-                               1 / (1 + np.exp(-(1 + 0.5 - 1)))])  # fmt: skip
+    assert p == pytest.approx(
+        [1 / (1 + np.exp(-(0 + 1 - 1))), 1 / (1 + np.exp(-(2 + 0 - 1))), 1 / (1 + np.exp(-(1 + 0.5 - 1)))]
+    )
 
 
 # -- the verifier with a model (a stub: the model is not the subject here) --------------------------
@@ -71,8 +72,9 @@ def test_the_model_probability_is_the_support_and_a_wrong_number_still_caps_it()
     model = StubModel(0.9)
     verifier = SupportVerifier(HashEmbedder(), model=model)  # type: ignore[arg-type]
     passage = chunk("Apixaban standard dose is 5 mg twice daily.", title="DOACs")
-    right, wrong = verifier.score_pairs([("Apixaban is **5 mg** twice daily.", passage),
-                                         ("Apixaban is 10 mg twice daily.", passage)])  # fmt: skip
+    right, wrong = verifier.score_pairs(
+        [("Apixaban is **5 mg** twice daily.", passage), ("Apixaban is 10 mg twice daily.", passage)]
+    )
     assert right.support == pytest.approx(0.9) and right.model == pytest.approx(0.9)
     assert wrong.support == pytest.approx(0.9 * CHECK_PENALTY)
     assert 0.0 <= right.heuristic <= 1.0  # the heuristic is still reported beside it
@@ -104,11 +106,13 @@ def test_shipped_support_model_is_small_safetensors_with_a_manifest() -> None:
 
 def test_the_shipped_model_tells_a_supported_claim_from_its_negation_and_another_topic() -> None:
     model = TrainedSupport()
-    p = model.probabilities([
-        ("Marfan syndrome is inherited in an autosomal dominant pattern.", chunk(MARFAN)),
-        ("Marfan syndrome is not inherited in an autosomal dominant pattern.", chunk(MARFAN)),
-        ("Metformin is the first-line drug for type 2 diabetes.", chunk(MARFAN)),
-    ])  # fmt: skip
+    p = model.probabilities(
+        [
+            ("Marfan syndrome is inherited in an autosomal dominant pattern.", chunk(MARFAN)),
+            ("Marfan syndrome is not inherited in an autosomal dominant pattern.", chunk(MARFAN)),
+            ("Metformin is the first-line drug for type 2 diabetes.", chunk(MARFAN)),
+        ]
+    )
     assert p[0] > model.threshold > max(p[1], p[2])
     assert p[0] > 0.5 > max(p[1], p[2])
 

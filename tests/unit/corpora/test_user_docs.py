@@ -68,11 +68,16 @@ def folder(tmp_path: Path) -> Path:
     (root / "sub" / "latin1.txt").write_bytes(b"Caf\xe9 au lait spots\n\nsecond paragraph\n")
     (root / "sub" / "empty.md").write_text("  \n\n", encoding="utf-8")
     rows = [
-        {"text": "Metformin first line.", "title": "Diabetes", "id": "dm#2", "url": "https://e.org/dm",
-         "section": ["Treatment", "Drugs"]},
+        {
+            "text": "Metformin first line.",
+            "title": "Diabetes",
+            "id": "dm#2",
+            "url": "https://e.org/dm",
+            "section": ["Treatment", "Drugs"],
+        },
         {"text": "No id or title here."},
         {"text": ""},
-    ]  # fmt: skip
+    ]
     (root / "qa.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
     (root / "image.png").write_bytes(b"\x89PNG\r\n")
     (root / ".hidden.md").write_text("# secret\n\nnot indexed\n", encoding="utf-8")

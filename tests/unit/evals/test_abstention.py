@@ -11,8 +11,14 @@ from evals.records import ItemRecord
 
 
 def _row(qid: str, source: str, qtype: str, focus: str, question: str) -> dict[str, str]:
-    return {"qid": qid, "source": source, "qtype": qtype, "focus": focus, "question": question,
-            "answer": "ref"}  # fmt: skip
+    return {
+        "qid": qid,
+        "source": source,
+        "qtype": qtype,
+        "focus": focus,
+        "question": question,
+        "answer": "ref",
+    }
 
 
 ROWS = [
@@ -48,8 +54,12 @@ def test_dev_and_test_parts_share_no_disease_or_drug() -> None:
 
 def _record(qid: str, answerable: bool, mode: str, counts: tuple[int, int, int, int]) -> ItemRecord:
     cited = dict(zip(("generated", "generated_supported", "shown", "shown_supported"), counts, strict=True))
-    return ItemRecord(dataset="a", qid=qid, condition="answers/x",
-                      extra={"answerable": answerable, "mode": mode, "cited_sentences": cited})  # fmt: skip
+    return ItemRecord(
+        dataset="a",
+        qid=qid,
+        condition="answers/x",
+        extra={"answerable": answerable, "mode": mode, "cited_sentences": cited},
+    )
 
 
 def test_abstention_metrics_count_modes_per_half_and_pool_citations() -> None:
@@ -76,5 +86,9 @@ def test_cited_sentence_counts_separate_what_was_written_from_what_was_shown() -
         SentenceSupport("No marker.", (), 0.0, False, status="removed"),
     )
     answer = Answer(question="q", text="A [1].", mode="rag", sentences=sentences)
-    assert cited_sentence_counts(answer) == {"generated": 3, "generated_supported": 1, "shown": 1,
-                                             "shown_supported": 1}  # fmt: skip
+    assert cited_sentence_counts(answer) == {
+        "generated": 3,
+        "generated_supported": 1,
+        "shown": 1,
+        "shown_supported": 1,
+    }

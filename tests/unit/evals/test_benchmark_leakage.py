@@ -103,9 +103,7 @@ def test_the_scan_agrees_with_the_reference_containment():
     found = scan_chunks(chunks.items(), probes, threshold=0.3, hasher=hasher)
     assert found.best[0] == pytest.approx(containment(PLANTED, chunks["c1"])) == 1.0
     assert found.best_chunk[0] == "c1"
-    assert dict(found.matches[0]) == {
-        "c1": 1.0, "c2": round(containment(PLANTED, chunks["c2"]), 4)
-    }  # fmt: skip
+    assert dict(found.matches[0]) == {"c1": 1.0, "c2": round(containment(PLANTED, chunks["c2"]), 4)}
     assert found.best[1] == 1.0 and found.best_chunk[1] == "c3"
 
 
@@ -140,9 +138,16 @@ def tiny_paths(tmp_path_factory) -> Paths:
         make_doc("t:other", {"Text": "Alkaptonuria is rare. " + " ".join(PARAPHRASED.split()[:10])}),
         make_doc("t:marfan", {"Genetics": "Background. " + GOLD + ". Treatment follows."}),
     ]
-    build_index([ListSource(docs)], BuildConfig(name="tiny", dense=None), root / "indexes",
-                spans=whitespace_spans, tokenizer_name="whitespace", embedder=None,
-                cache_dir=root / "cache", progress=False)  # fmt: skip
+    build_index(
+        [ListSource(docs)],
+        BuildConfig(name="tiny", dense=None),
+        root / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=None,
+        cache_dir=root / "cache",
+        progress=False,
+    )
     return Paths.from_env().model_copy(update={"data_dir": root})
 
 
@@ -181,8 +186,13 @@ def test_gold_passages_of_mirage_pubmedqa_and_bioasq(source_data):
         "pubmedqa~drug-names", "12377809", "Is anorectal endosonography valuable in dyschesia?", OPTIONS, "A"
     )
     assert any("endosonography" in p.lower() for p in lookup(pubmed))
-    bioasq = McqItem("bioasq", "no-such-id", "Do only changes in coding regions of MEF2C cause developmental "
-                     "disorders?", OPTIONS, "B")  # fmt: skip
+    bioasq = McqItem(
+        "bioasq",
+        "no-such-id",
+        "Do only changes in coding regions of MEF2C cause developmental disorders?",
+        OPTIONS,
+        "B",
+    )
     assert any("MEF2C" in p for p in lookup(bioasq))  # found by normalised question text
     assert lookup(McqItem("medqa", "0000", "x", OPTIONS, "A")) == ()
 
@@ -245,8 +255,23 @@ def test_a_rebuilt_index_is_scanned_again(tiny_paths, tiny_dataset, tmp_path):
 def test_cli_prints_rates_and_writes_items(tiny_paths, tiny_dataset, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("MEDCITE_DATA_DIR", str(tiny_paths.data_dir))
     out = tmp_path / "leak.json"
-    assert main(["eval", "leakage", "--index", "tiny", "--dataset", "tiny", "--quiet", "--out", str(out),
-                 "--leaked-only"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "eval",
+                "leakage",
+                "--index",
+                "tiny",
+                "--dataset",
+                "tiny",
+                "--quiet",
+                "--out",
+                str(out),
+                "--leaked-only",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "tiny: n=4" in text and "leaked (either): 2/4 = 50.00%" in text and "t:chest#" in text
     data = json.loads(out.read_text())
@@ -264,8 +289,14 @@ def test_cli_errors_name_the_fix(tiny_paths, monkeypatch, capsys):
 
 
 def test_short_gold_fragments_are_not_probes():
-    item = McqItem("set", "q", "Which study design was used here?", OPTIONS, "A",
-                   contexts=("Multicenter prospective cohort study.",))  # fmt: skip
+    item = McqItem(
+        "set",
+        "q",
+        "Which study design was used here?",
+        OPTIONS,
+        "A",
+        contexts=("Multicenter prospective cohort study.",),
+    )
     from evals.leakage import scan_items
 
     chunks = [("c", "A multicenter prospective cohort study. Unrelated text about something else.")]
@@ -274,6 +305,13 @@ def test_short_gold_fragments_are_not_probes():
 
 
 def test_pubmedqa_sections_are_one_passage():
-    item = McqItem("pubmedqa-pqal", "1", "Does it work?", OPTIONS, "A", contexts=("Aim one.", "Results two."),
-                   meta={"long_answer": "It works."})  # fmt: skip
+    item = McqItem(
+        "pubmedqa-pqal",
+        "1",
+        "Does it work?",
+        OPTIONS,
+        "A",
+        contexts=("Aim one.", "Results two."),
+        meta={"long_answer": "It works."},
+    )
     assert gold_lookup(Path("/nonexistent"), ["pubmedqa-pqal"])(item) == ("Aim one. Results two. It works.",)

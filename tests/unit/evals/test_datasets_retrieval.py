@@ -49,8 +49,12 @@ def test_real_liveqa_maps_a_quarter_of_the_judgements(paths: Paths) -> None:
     assert rset.qrels["TQ1"]["medquad:GARD_0004450_Sec3"] == 2
     # why 44 of the 104 cannot be scored: relevant answers only in withheld collections, or none
     coverage = relevance_coverage(paths.source_data / "medquad")
-    assert coverage == {"judged_questions": 103, "relevant_in_medquad": 60, "relevant_only_withheld": 36,
-                        "no_relevant_answer": 7}  # fmt: skip
+    assert coverage == {
+        "judged_questions": 103,
+        "relevant_in_medquad": 60,
+        "relevant_only_withheld": 36,
+        "no_relevant_answer": 7,
+    }
     assert coverage["relevant_in_medquad"] == counts["queries"]
     questions = paths.source_data / "medquad" / "liveqa_trec2017_test"
     summary = read_questions(questions / "TREC-2017-LiveQA-Medical-Test-Questions-w-summaries.xml", "summary")

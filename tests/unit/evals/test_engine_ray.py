@@ -71,10 +71,21 @@ def test_a_ray_run_writes_the_records_of_a_local_run(ray_session, index_dir, tmp
     profile = tmp_path / "fast-flag.toml"  # "flag": BM25-only answers are kept (labelled) and judged
     profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
     cfg = config("same", profile=str(profile), answers=[{"dataset": "af", "n": 2}])
-    local = run_eval(cfg, fresh_paths(index_dir, tmp_path / "a"), out=tmp_path / "local", progress=False,
-                     generator=LoggedModel(tmp_path / "local.log"))  # fmt: skip
-    ray = run_eval(cfg, fresh_paths(index_dir, tmp_path / "b"), out=tmp_path / "ray", progress=False,
-                   generator=LoggedModel(tmp_path / "ray.log"), engine=RayEngine(workers=2))  # fmt: skip
+    local = run_eval(
+        cfg,
+        fresh_paths(index_dir, tmp_path / "a"),
+        out=tmp_path / "local",
+        progress=False,
+        generator=LoggedModel(tmp_path / "local.log"),
+    )
+    ray = run_eval(
+        cfg,
+        fresh_paths(index_dir, tmp_path / "b"),
+        out=tmp_path / "ray",
+        progress=False,
+        generator=LoggedModel(tmp_path / "ray.log"),
+        engine=RayEngine(workers=2),
+    )
 
     expected, got = comparable(tmp_path / "local"), comparable(tmp_path / "ray")
     assert len(expected) == 3 * 8 + 2 * 2  # 3 MCQ conditions x 8 items, 2 free-text conditions x 2
@@ -93,21 +104,40 @@ def test_a_crashed_ray_run_resumes_with_the_rest_and_reruns_from_the_cache(ray_s
     paths = fresh_paths(index_dir, tmp_path / "data")
     out = tmp_path / "run"
     with pytest.raises(RuntimeError, match="crashed"):
-        run_eval(cfg, paths, out=out, progress=False, engine=RayEngine(workers=2),
-                 generator=LoggedModel(tmp_path / "first.log", fail_after=4))  # fmt: skip
+        run_eval(
+            cfg,
+            paths,
+            out=out,
+            progress=False,
+            engine=RayEngine(workers=2),
+            generator=LoggedModel(tmp_path / "first.log", fail_after=4),
+        )
     kept = list(read_records(out / "records.jsonl"))
     assert 0 < len(kept) < 24 and all(r.error is None for r in kept)
 
-    summary = run_eval(cfg, paths, out=out, progress=False, engine=RayEngine(workers=2),
-                       generator=LoggedModel(tmp_path / "second.log"))  # fmt: skip
+    summary = run_eval(
+        cfg,
+        paths,
+        out=out,
+        progress=False,
+        engine=RayEngine(workers=2),
+        generator=LoggedModel(tmp_path / "second.log"),
+    )
     records = list(read_records(out / "records.jsonl"))
     assert len(records) == 24 == len({(r.condition, r.dataset, r.qid) for r in records})
     assert len(calls(tmp_path / "second.log")) == 24 - len(kept)  # only the unfinished items
     assert sum(c.skipped for c in summary.conditions.values()) == len(kept)
     assert sum(c.cache_misses for c in summary.conditions.values()) == 24 - len(kept)
 
-    rerun = run_eval(cfg, paths, out=out, restart=True, progress=False, engine=RayEngine(workers=2),
-                     generator=LoggedModel(tmp_path / "third.log"))  # fmt: skip
+    rerun = run_eval(
+        cfg,
+        paths,
+        out=out,
+        restart=True,
+        progress=False,
+        engine=RayEngine(workers=2),
+        generator=LoggedModel(tmp_path / "third.log"),
+    )
     assert calls(tmp_path / "third.log") == []  # every answer came from the driver's cache
     assert sum(c.cache_hits for c in rerun.conditions.values()) == 24
     assert sum(c.cache_misses for c in rerun.conditions.values()) == 0
@@ -122,14 +152,23 @@ def test_a_server_pool_keeps_its_bound_per_server(ray_session, index_dir, tmp_pa
         profile.write_text((PROFILES_DIR / "fast.toml").read_text().replace('backend = "llama-cpp"', openai))
         cfg = config("pool", profile=str(profile), grid=grid, mcq=[{"dataset": "medqa", "n": 6}])
         engine = RayEngine(workers=3, servers=tuple(s.url for s in servers), per_server=1)
-        summary = run_eval(cfg, fresh_paths(index_dir, tmp_path / "data"), out=tmp_path / "pool",
-                           progress=False, engine=engine)  # fmt: skip
+        summary = run_eval(
+            cfg,
+            fresh_paths(index_dir, tmp_path / "data"),
+            out=tmp_path / "pool",
+            progress=False,
+            engine=engine,
+        )
     assert [s.most_in_flight for s in servers] == [1, 1]  # three workers, yet one item per server
     assert all(s.requests >= 3 for s in servers) and sum(s.requests for s in servers) == 12
     assert sum(c.cache_misses for c in summary.conditions.values()) == 12
-    local = run_eval(cfg.model_copy(update={"profile": "fast"}), fresh_paths(index_dir, tmp_path / "local"),
-                     out=tmp_path / "local", progress=False,
-                     generator=LoggedModel(tmp_path / "local.log"))  # fmt: skip
+    local = run_eval(
+        cfg.model_copy(update={"profile": "fast"}),
+        fresh_paths(index_dir, tmp_path / "local"),
+        out=tmp_path / "local",
+        progress=False,
+        generator=LoggedModel(tmp_path / "local.log"),
+    )
     preds = {k: r["pred"] for k, r in comparable(tmp_path / "pool").items()}
     assert preds == {k: r["pred"] for k, r in comparable(tmp_path / "local").items()}
     assert local.conditions.keys() == summary.conditions.keys()
@@ -138,8 +177,13 @@ def test_a_server_pool_keeps_its_bound_per_server(ray_session, index_dir, tmp_pa
 def test_a_server_pool_needs_an_openai_compatible_profile(index_dir, tmp_path):
     engine = RayEngine(servers=("http://127.0.0.1:9/v1",))
     with pytest.raises(ConfigError, match="OpenAI-compatible backend"):
-        run_eval(config("nopool"), fresh_paths(index_dir, tmp_path / "data"), out=tmp_path / "run",
-                 progress=False, engine=engine)  # fmt: skip
+        run_eval(
+            config("nopool"),
+            fresh_paths(index_dir, tmp_path / "data"),
+            out=tmp_path / "run",
+            progress=False,
+            engine=engine,
+        )
 
 
 @pytest.mark.parametrize(

@@ -84,19 +84,36 @@ def test_entities_keep_their_shape_and_phrases_or_numbers_are_not_entities() -> 
     assert not is_entity_like("Granzyme B is a serine protease secreted by NK cells")
 
 
-def _row(qid: str, supported: tuple[str, ...], contexts: tuple[str, ...], exact: tuple[str, ...] = (),
-         pmids: tuple[str, ...] = ()) -> _Row:  # fmt: skip
+def _row(
+    qid: str,
+    supported: tuple[str, ...],
+    contexts: tuple[str, ...],
+    exact: tuple[str, ...] = (),
+    pmids: tuple[str, ...] = (),
+) -> _Row:
     return _Row(qid, f"question {qid}?", contexts, exact, frozenset(pmids or (qid,)), supported)
 
 
 ROWS = [
-    _row("q1", ("BRCA1 mutations increase the risk of breast cancer.",),
-         ("BRCA1 mutations increase the risk of breast cancer in women.",), exact=("BRCA1",)),
-    _row("q2", ("Warfarin is an inhibitor of vitamin K epoxide reductase.",),
-         ("Warfarin is an inhibitor of vitamin K epoxide reductase (VKORC1).",), exact=("VKORC1",)),
-    _row("q3", ("Insulin lowers blood glucose within 15 minutes.",),
-         ("Insulin lowers blood glucose within 15 minutes of injection.",), exact=("TP53",)),
-]  # fmt: skip
+    _row(
+        "q1",
+        ("BRCA1 mutations increase the risk of breast cancer.",),
+        ("BRCA1 mutations increase the risk of breast cancer in women.",),
+        exact=("BRCA1",),
+    ),
+    _row(
+        "q2",
+        ("Warfarin is an inhibitor of vitamin K epoxide reductase.",),
+        ("Warfarin is an inhibitor of vitamin K epoxide reductase (VKORC1).",),
+        exact=("VKORC1",),
+    ),
+    _row(
+        "q3",
+        ("Insulin lowers blood glucose within 15 minutes.",),
+        ("Insulin lowers blood glucose within 15 minutes of injection.",),
+        exact=("TP53",),
+    ),
+]
 
 
 def test_build_items_labels_by_rule_and_is_deterministic() -> None:
@@ -121,9 +138,11 @@ def test_build_items_labels_by_rule_and_is_deterministic() -> None:
 
 
 def test_items_sharing_a_pubmed_id_never_lend_each_other_unrelated_claims() -> None:
-    rows = [_row("a", ("Aspirin irreversibly inhibits platelet cyclooxygenase.",), ("x",), pmids=("1",)),
-            _row("b", ("Statins lower LDL cholesterol concentrations.",), ("y",), pmids=("1",)),
-            _row("c", ("Heparin potentiates antithrombin activity.",), ("z",), pmids=("2",))]  # fmt: skip
+    rows = [
+        _row("a", ("Aspirin irreversibly inhibits platelet cyclooxygenase.",), ("x",), pmids=("1",)),
+        _row("b", ("Statins lower LDL cholesterol concentrations.",), ("y",), pmids=("1",)),
+        _row("c", ("Heparin potentiates antithrombin activity.",), ("z",), pmids=("2",)),
+    ]
     items = {item.qid: item for item in build_items(rows, 3, seed=1)}
     unrelated = next(c for c in items["a"].claims if c.rule == "unrelated")
     assert unrelated.edit == "from c"
@@ -137,17 +156,38 @@ def test_candidate_rows_leave_out_task_11b_and_its_duplicates(tmp_path: Path) ->
     root = tmp_path / "bioasq_from_mirage"
     root.mkdir()
     ideal = ["Yes. Milvexian is an oral inhibitor of factor XIa in clinical studies."]
-    question = {"type": "yesno", "exact_answer": "yes", "ideal_answer": ideal, "pmids": ["1"],
-                "snippet_ids": ["S1", "S2"]}  # fmt: skip
-    made = [("a", "Is milvexian an inhibitor?", "Task9B"), ("b", "Is milvexian an inhibitor", "Task11B"),
-            ("c", "Is milvexian oral?", "Task10B"), ("d", "Is milvexian new?", "Task11B")]  # fmt: skip
-    _write_jsonl(root / "questions.jsonl", [{**question, "id": q, "body": body,
-                 "source_file": f"{task}GoldenEnriched/x"} for q, body, task in made])  # fmt: skip
-    _write_jsonl(root / "snippet_corpus.jsonl", [
-        {"_id": "S1", "pmid": "1", "section": "title", "text": "Milvexian in clinical studies."},
-        {"_id": "S2", "pmid": "1", "section": "abstract",
-         "text": "Milvexian is an oral inhibitor of factor XIa."},
-    ])  # fmt: skip
+    question = {
+        "type": "yesno",
+        "exact_answer": "yes",
+        "ideal_answer": ideal,
+        "pmids": ["1"],
+        "snippet_ids": ["S1", "S2"],
+    }
+    made = [
+        ("a", "Is milvexian an inhibitor?", "Task9B"),
+        ("b", "Is milvexian an inhibitor", "Task11B"),
+        ("c", "Is milvexian oral?", "Task10B"),
+        ("d", "Is milvexian new?", "Task11B"),
+    ]
+    _write_jsonl(
+        root / "questions.jsonl",
+        [
+            {**question, "id": q, "body": body, "source_file": f"{task}GoldenEnriched/x"}
+            for q, body, task in made
+        ],
+    )
+    _write_jsonl(
+        root / "snippet_corpus.jsonl",
+        [
+            {"_id": "S1", "pmid": "1", "section": "title", "text": "Milvexian in clinical studies."},
+            {
+                "_id": "S2",
+                "pmid": "1",
+                "section": "abstract",
+                "text": "Milvexian is an oral inhibitor of factor XIa.",
+            },
+        ],
+    )
     rows = candidate_rows(tmp_path, claims_per_item=2)
     assert [r.qid for r in rows] == ["c"]  # a duplicates 11B's b; b and d are 11B
     assert rows[0].contexts == (
@@ -230,14 +270,30 @@ def test_scoring_resumes_without_rescoring_and_skips_a_torn_line(tmp_path: Path)
 
 def rows_of(spec: list[tuple[str, str, float, bool]]) -> list[dict[str, Any]]:
     """(qid, rule, margin, verdict) -> rows; claim ids point false claims at their source."""
-    return [{"claim_id": f"{q}:0:{rule}", "qid": q, "rule": rule, "label": int(rule == "supported"),
-             "edit": "", "margin": m, "verdict": v} for q, rule, m, v in spec]  # fmt: skip
+    return [
+        {
+            "claim_id": f"{q}:0:{rule}",
+            "qid": q,
+            "rule": rule,
+            "label": int(rule == "supported"),
+            "edit": "",
+            "margin": m,
+            "verdict": v,
+        }
+        for q, rule, m, v in spec
+    ]
 
 
-ROWS_SCORED = rows_of([
-    ("a", "supported", 2.0, True), ("a", "negation", -1.0, False), ("a", "unrelated", 0.5, True),
-    ("b", "supported", -0.05, False), ("b", "negation", 0.3, True), ("b", "number", -2.0, False),
-])  # fmt: skip
+ROWS_SCORED = rows_of(
+    [
+        ("a", "supported", 2.0, True),
+        ("a", "negation", -1.0, False),
+        ("a", "unrelated", 0.5, True),
+        ("b", "supported", -0.05, False),
+        ("b", "negation", 0.3, True),
+        ("b", "number", -2.0, False),
+    ]
+)
 
 
 def test_verdict_metrics_count_supported_as_positive() -> None:

@@ -17,21 +17,39 @@ def out(choice: str, thinking: str = "Reasoning.") -> str:
 
 @pytest.mark.parametrize(
     ("choice", "letter"),
-    [("B", "B"), (" C ", "C"), ("A. yes", "A"), ("(D) Scaphoid fracture", "D"), ("Option B", "B"),
-     ("answer: C", "C"), ("D. None of the above", "D"), ("B)", "B"), ("[A]", "A")],
-)  # fmt: skip
+    [
+        ("B", "B"),
+        (" C ", "C"),
+        ("A. yes", "A"),
+        ("(D) Scaphoid fracture", "D"),
+        ("Option B", "B"),
+        ("answer: C", "C"),
+        ("D. None of the above", "D"),
+        ("B)", "B"),
+        ("[A]", "A"),
+    ],
+)
 def test_one_clear_letter_is_the_answer(choice: str, letter: str) -> None:
     assert parse_answer(out(choice), ABCD) == (letter, None)
 
 
 @pytest.mark.parametrize(
     ("choice", "reason"),
-    [("A/B", "several options"), ("B and C", "several options"), ("C or D", "several options"),
-     ("A, B, C, D", "several options"), ("Cannot be determined", "no option letter"),
-     ("None of the above", "no option letter"), ("N/A", "no option letter"), ("", "no option letter"),
-     ("I cannot answer", "no option letter"), ("All of the above", "no option letter"),
-     ("E", "not an option"), ("E. Both", "not an option")],
-)  # fmt: skip
+    [
+        ("A/B", "several options"),
+        ("B and C", "several options"),
+        ("C or D", "several options"),
+        ("A, B, C, D", "several options"),
+        ("Cannot be determined", "no option letter"),
+        ("None of the above", "no option letter"),
+        ("N/A", "no option letter"),
+        ("", "no option letter"),
+        ("I cannot answer", "no option letter"),
+        ("All of the above", "no option letter"),
+        ("E", "not an option"),
+        ("E. Both", "not an option"),
+    ],
+)
 def test_no_clear_letter_is_no_answer_with_a_reason(choice: str, reason: str) -> None:
     assert parse_answer(out(choice), ABCD) == (None, reason)
 

@@ -64,13 +64,20 @@ def test_index_of_reads_the_answer_condition() -> None:
 
 def record(qid: str, mode: str = "rag", error: str | None = None, **quality: float | None) -> ItemRecord:
     return ItemRecord(
-        dataset="pubmedqa-long", qid=qid, condition="answers/tiny/hybrid/trained/k=4/threshold=profile",
-        answer="Aspirin lowers fever [1]. It also thins blood [2].", retrieved=(("d#0", 0.9), ("d#1", 0.5)),
+        dataset="pubmedqa-long",
+        qid=qid,
+        condition="answers/tiny/hybrid/trained/k=4/threshold=profile",
+        answer="Aspirin lowers fever [1]. It also thins blood [2].",
+        retrieved=(("d#0", 0.9), ("d#1", 0.5)),
         error=error,
-        extra={"mode": mode, "reference": "Aspirin is an antipyretic.", "judge_seconds": 12.5,
-               "quality": dict(quality), "quality_nan_reasons": {k: "unparsable" for k, v in quality.items()
-                                                                 if v is None}},
-    )  # fmt: skip
+        extra={
+            "mode": mode,
+            "reference": "Aspirin is an antipyretic.",
+            "judge_seconds": 12.5,
+            "quality": dict(quality),
+            "quality_nan_reasons": {k: "unparsable" for k, v in quality.items() if v is None},
+        },
+    )
 
 
 def test_to_sample_strips_markers_and_carries_our_scores() -> None:
@@ -118,14 +125,29 @@ def test_export_reads_questions_and_passage_texts(tmp_path: Path, monkeypatch: p
 
 
 def scored(sid: str, **scores: float | None) -> dict:
-    judge = {"faithfulness": [
-        {"step": "StatementGeneratorOutput", "output": {"statements": ["a", "b"]}},
-        {"step": "NLIStatementOutput", "output": {"statements": [
-            {"statement": "a", "verdict": 1}, {"statement": "b is made up", "verdict": 0}]}},
-    ]}  # fmt: skip
+    judge = {
+        "faithfulness": [
+            {"step": "StatementGeneratorOutput", "output": {"statements": ["a", "b"]}},
+            {
+                "step": "NLIStatementOutput",
+                "output": {
+                    "statements": [
+                        {"statement": "a", "verdict": 1},
+                        {"statement": "b is made up", "verdict": 0},
+                    ]
+                },
+            },
+        ]
+    }
     reasons = {k: "timeout after 60 s" for k, v in scores.items() if v is None}
-    return {"id": sid, "scores": scores, "reasons": reasons, "seconds": {"total": 100.0},
-            "tokens": {"total": {"prompt": 900, "completion": 80, "calls": 3}}, "judge": judge}  # fmt: skip
+    return {
+        "id": sid,
+        "scores": scores,
+        "reasons": reasons,
+        "seconds": {"total": 100.0},
+        "tokens": {"total": {"prompt": 900, "completion": 80, "calls": 3}},
+        "judge": judge,
+    }
 
 
 def sample(sid: str, **ours: float | None) -> dict:
@@ -142,10 +164,22 @@ def sample(sid: str, **ours: float | None) -> dict:
 
 
 def test_join_and_summary_pair_only_samples_with_both_scores() -> None:
-    samples = [sample("a", faithfulness=1.0), sample("b", faithfulness=0.0), sample("c", faithfulness=None),
-               sample("d", faithfulness=0.5), sample("unscored", faithfulness=1.0)]  # fmt: skip
-    rows = rc.join(samples, [scored("a", faithfulness=0.5), scored("b", faithfulness=0.25),
-                             scored("c", faithfulness=1.0), scored("d", faithfulness=None)])  # fmt: skip
+    samples = [
+        sample("a", faithfulness=1.0),
+        sample("b", faithfulness=0.0),
+        sample("c", faithfulness=None),
+        sample("d", faithfulness=0.5),
+        sample("unscored", faithfulness=1.0),
+    ]
+    rows = rc.join(
+        samples,
+        [
+            scored("a", faithfulness=0.5),
+            scored("b", faithfulness=0.25),
+            scored("c", faithfulness=1.0),
+            scored("d", faithfulness=None),
+        ],
+    )
     assert [r["id"] for r in rows] == ["a", "b", "c", "d"]
     s = rc.metric_summary(rows, "faithfulness", top=1)
     assert (s["n"], s["n_pairs"]) == (4, 2)
@@ -167,8 +201,14 @@ def test_judge_notes_read_each_metric() -> None:
     assert rc.judge_note("answer_relevancy", ar).endswith("noncommittal 0/2")
     cp = [{"step": "ContextPrecisionOutput", "output": {"verdict": v}} for v in (1, 0, 1)]
     assert rc.judge_note("context_precision", cp) == "useful verdicts in retrieval order: 101"
-    cr = [{"step": "ContextRecallOutput", "output": {"classifications": [
-        {"statement": "x", "attributed": 1}, {"statement": "y", "attributed": 0}]}}]  # fmt: skip
+    cr = [
+        {
+            "step": "ContextRecallOutput",
+            "output": {
+                "classifications": [{"statement": "x", "attributed": 1}, {"statement": "y", "attributed": 0}]
+            },
+        }
+    ]
     assert rc.judge_note("context_recall", cr) == "1/2 reference statements attributed; e.g. not: y"
     assert rc.judge_note("faithfulness", []) == "no judge output"
 
@@ -203,12 +243,16 @@ def test_a_bioasq_sample_reaches_the_report_without_bioasq_text():
     row = {
         "dataset": "bioasq-ideal-11b",
         "ragas_judge": {"context_recall": [{"step": "x", "output": {"classifications": []}}]},
-        "ragas_notes": {"context_recall": "1/2 reference statements attributed; e.g. not: EXPERT TEXT",
-                        "faithfulness": "2/2 statements supported"},
-    }  # fmt: skip
+        "ragas_notes": {
+            "context_recall": "1/2 reference statements attributed; e.g. not: EXPERT TEXT",
+            "faithfulness": "2/2 statements supported",
+        },
+    }
     public = without_licensed_text(row)
     assert public["ragas_judge"] == {} and "EXPERT TEXT" not in str(public)
-    assert public["ragas_notes"] == {"context_recall": "1/2 reference statements attributed",
-                                     "faithfulness": "2/2 statements supported"}  # fmt: skip
+    assert public["ragas_notes"] == {
+        "context_recall": "1/2 reference statements attributed",
+        "faithfulness": "2/2 statements supported",
+    }
     pubmed = {**row, "dataset": "pubmedqa-long"}
     assert without_licensed_text(pubmed) is pubmed  # MIT-licensed: kept whole

@@ -93,11 +93,19 @@ def test_each_metric_gets_ragas_arguments_and_no_reference_falls_back(score: Mod
 
 
 def test_failures_are_nan_with_a_reason_and_the_sample_goes_on(score: ModuleType) -> None:
-    m = metrics(faithfulness=ValueError("bad JSON\n from judge"), answer_relevancy="hang",
-                context_precision=math.nan, context_recall=1.0)  # fmt: skip
+    m = metrics(
+        faithfulness=ValueError("bad JSON\n from judge"),
+        answer_relevancy="hang",
+        context_precision=math.nan,
+        context_recall=1.0,
+    )
     row = asyncio.run(score.score_sample(SAMPLE, list(score.METRICS), m, score.Usage(), [], 0.2))
-    assert row["scores"] == {"faithfulness": None, "answer_relevancy": None, "context_precision": None,
-                             "context_recall": 1.0}  # fmt: skip
+    assert row["scores"] == {
+        "faithfulness": None,
+        "answer_relevancy": None,
+        "context_precision": None,
+        "context_recall": 1.0,
+    }
     assert row["reasons"]["faithfulness"] == "ValueError: bad JSON from judge"
     assert row["reasons"]["answer_relevancy"].startswith("timeout after 0 s")
     assert row["reasons"]["context_precision"].startswith("ragas returned NaN")

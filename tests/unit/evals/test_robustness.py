@@ -24,11 +24,12 @@ from evals.types import McqItem
 from tests.helpers import LetterModel
 
 ITEM = McqItem(
-    dataset="medqa", qid="q1",
+    dataset="medqa",
+    qid="q1",
     question="A 54-year-old man with hypertension takes metformin daily. Which drug is most likely to help?",
     options={"A": "Lipitor", "B": "Metformin-induced lactic acidosis", "C": "Warfarin", "D": "Nothing"},
     answer="C",
-)  # fmt: skip
+)
 
 
 def test_shuffle_moves_the_gold_letter_with_its_option_and_never_keeps_the_order():
@@ -139,10 +140,16 @@ def test_pair_metrics_and_the_retrieval_effect_on_fabricated_records():
 
 def test_a_run_pairs_each_copy_with_its_original_right_after_it(bm25_paths, tmp_path):
     grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1], "closed_book": True}
-    cfg = EvalConfig.model_validate({
-        "name": "robust", "profile": "fast", "seed": 0, "mcq": [{"dataset": "medqa", "n": 4}], "grid": grid,
-        "robustness": [{"perturbation": "shuffle-options"}, {"perturbation": "patient-details"}],
-    })  # fmt: skip
+    cfg = EvalConfig.model_validate(
+        {
+            "name": "robust",
+            "profile": "fast",
+            "seed": 0,
+            "mcq": [{"dataset": "medqa", "n": 4}],
+            "grid": grid,
+            "robustness": [{"perturbation": "shuffle-options"}, {"perturbation": "patient-details"}],
+        }
+    )
     out = tmp_path / "run"
     run_eval(cfg, bm25_paths, out=out, progress=False, generator=LetterModel())
     records = list(read_records(out / "records.jsonl"))
@@ -162,8 +169,10 @@ def test_a_run_pairs_each_copy_with_its_original_right_after_it(bm25_paths, tmp_
 
 def test_a_robustness_entry_must_name_mcq_sets_of_the_config(tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text('[[mcq]]\ndataset = "medqa"\nn = 2\n[[robustness]]\nperturbation = "drug-names"\n'
-                    'datasets = ["medmcqa"]\n')  # fmt: skip
+    path.write_text(
+        '[[mcq]]\ndataset = "medqa"\nn = 2\n[[robustness]]\nperturbation = "drug-names"\n'
+        'datasets = ["medmcqa"]\n'
+    )
     with pytest.raises(ConfigError, match="medmcqa"):
         load_config(path)
     path.write_text('[[mcq]]\ndataset = "medqa"\n[[robustness]]\nperturbation = "typos"\n')

@@ -44,8 +44,15 @@ def test_grid_conditions_and_profile_overrides():
 
 
 def test_a_verify_axis_swaps_the_backend_with_its_own_threshold():
-    grid = {"index": ["default"], "mode": ["hybrid"], "rerank": ["trained"], "k": [4], "closed_book": False,
-            "threshold": "profile", "verify": ["profile", "heuristic", "trained"]}  # fmt: skip
+    grid = {
+        "index": ["default"],
+        "mode": ["hybrid"],
+        "rerank": ["trained"],
+        "k": [4],
+        "closed_book": False,
+        "threshold": "profile",
+        "verify": ["profile", "heuristic", "trained"],
+    }
     cells = config("v", grid=grid).conditions()
     assert [c["name"] for c in cells] == [
         "rag/default/hybrid/trained/k=4/threshold=profile",
@@ -106,8 +113,12 @@ def test_interrupted_run_resumes_and_a_finished_run_reruns_from_cache(paths, tmp
 
 
 def test_a_resumed_retrieval_run_counts_what_it_skipped(paths, tmp_path):
-    cfg = config("retrieval", mcq=[], retrieval=[{"dataset": "liveqa-medquad", "n": 6, "index": ["default"]}],
-                 retrieval_grid={"mode": ["bm25"], "depth": 3})  # fmt: skip
+    cfg = config(
+        "retrieval",
+        mcq=[],
+        retrieval=[{"dataset": "liveqa-medquad", "n": 6, "index": ["default"]}],
+        retrieval_grid={"mode": ["bm25"], "depth": 3},
+    )
     out = tmp_path / "run"
     first = run_eval(cfg, paths, out=out, progress=False, generator=LetterModel())
     (name,) = first.conditions
@@ -121,11 +132,21 @@ def test_a_resumed_retrieval_run_counts_what_it_skipped(paths, tmp_path):
 
 def test_a_changed_config_under_the_same_name_is_refused(paths, tmp_path):
     out = tmp_path / "run"
-    run_eval(config("same", mcq=[{"dataset": "medqa", "n": 2}]), paths, out=out, progress=False,
-             generator=LetterModel())  # fmt: skip
+    run_eval(
+        config("same", mcq=[{"dataset": "medqa", "n": 2}]),
+        paths,
+        out=out,
+        progress=False,
+        generator=LetterModel(),
+    )
     with pytest.raises(ConfigError, match="different config"):
-        run_eval(config("same", mcq=[{"dataset": "medqa", "n": 3}]), paths, out=out, progress=False,
-                 generator=LetterModel())  # fmt: skip
+        run_eval(
+            config("same", mcq=[{"dataset": "medqa", "n": 3}]),
+            paths,
+            out=out,
+            progress=False,
+            generator=LetterModel(),
+        )
 
 
 def test_a_run_from_before_a_config_field_existed_still_resumes(paths, tmp_path):
@@ -183,8 +204,13 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
     # verified and every answer abstains; "flag" keeps the answer, labelled [UNVERIFIED], to judge.
     profile = tmp_path / "fast-flag.toml"
     profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
-    cfg = config("answers", mcq=[], answers=[{"dataset": "af", "n": 2}], profile=str(profile),
-                 grid={"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [2]})  # fmt: skip
+    cfg = config(
+        "answers",
+        mcq=[],
+        answers=[{"dataset": "af", "n": 2}],
+        profile=str(profile),
+        grid={"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [2]},
+    )
     out = tmp_path / "answers"
     run_eval(cfg, paths, out=out, progress=False, generator=WriterModel())
     records = {r.qid: r for r in read_records(out / "records.jsonl")}

@@ -12,7 +12,7 @@ from evals.support_set import (
     change_negation,
     change_number,
     read_questions,
-)  # fmt: skip
+)
 
 
 def test_number_is_doubled_and_identifiers_inside_words_are_left_alone() -> None:

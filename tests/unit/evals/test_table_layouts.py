@@ -39,11 +39,16 @@ def usmle_frame(n: int) -> pd.DataFrame:
     for i in range(n):
         options = [f"drug {i}-{j}" for j in range(4)]
         gold = (i * 7) % 4
-        rows.append({
-            "question": f"A {20 + i % 60}-year-old man presents with case {i}. Which is the next step?",
-            **dict(zip(OPA, options, strict=True)), "answer_idx": LETTERS[gold], "answer": options[gold],
-            "explanation": f"Because of finding {i}.", "link": f"https://example.org/q/{i}",
-        })  # fmt: skip
+        rows.append(
+            {
+                "question": f"A {20 + i % 60}-year-old man presents with case {i}. Which is the next step?",
+                **dict(zip(OPA, options, strict=True)),
+                "answer_idx": LETTERS[gold],
+                "answer": options[gold],
+                "explanation": f"Because of finding {i}.",
+                "link": f"https://example.org/q/{i}",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -102,8 +107,9 @@ def test_the_reported_file_validates_and_loads_with_the_right_answers(tmp_path, 
         {"A": "drug 0-0", "B": "drug 0-1", "C": "drug 0-2", "D": "drug 0-3"},
     )
     assert first.meta == {
-        "row": 1, "extra": {"explanation": "Because of finding 0.", "link": "https://example.org/q/0"}
-    }  # fmt: skip
+        "row": 1,
+        "extra": {"explanation": "Because of finding 0.", "link": "https://example.org/q/0"},
+    }
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
@@ -123,8 +129,10 @@ def test_row_labels_are_ids_unless_they_are_pandas_default(tmp_path):
     for orient in ("columns", "index", "split", "table"):
         labelled.to_json(tmp_path / f"{orient}.json", orient=orient)
         assert [i.qid for i in load_mcq(f"mcq:{tmp_path / f'{orient}.json'}", paths_for(tmp_path))] == [
-            "k7", "k8", "k9"
-        ], orient  # fmt: skip
+            "k7",
+            "k8",
+            "k9",
+        ], orient
     with_id = df.assign(id=["a", "b", "c"]).set_index("id")  # a named index stays a column in orient=table
     with_id.to_json(tmp_path / "named.json", orient="table")
     items = load_mcq(f"mcq:{tmp_path / 'named.json'}", paths_for(tmp_path))
@@ -156,16 +164,28 @@ def test_answer_as_option_text_only_and_disagreeing_columns(tmp_path):
 
 
 def test_extra_columns_are_kept_and_never_options(tmp_path):
-    rows = [{"question": "Q?", "A": "yes", "B": "no", "answer": "B", "Explanation": "x", "topic": None,
-             "subject_name": "Anatomy"}]  # fmt: skip
+    rows = [
+        {
+            "question": "Q?",
+            "A": "yes",
+            "B": "no",
+            "answer": "B",
+            "Explanation": "x",
+            "topic": None,
+            "subject_name": "Anatomy",
+        }
+    ]
     pd.DataFrame(rows).to_json(tmp_path / "letters.json", orient="split", index=False)
     (item,) = load_mcq(f"mcq:{tmp_path / 'letters.json'}", paths_for(tmp_path))
     assert item.options == {"A": "yes", "B": "no"} and item.answer == "B"
     assert item.meta["extra"] == {"Explanation": "x", "subject_name": "Anatomy"}  # an empty cell is left out
     mapped = pd.DataFrame([{"stem": "Q?", "choices": ["p", "q"], "key": "q", "note": "n"}])
     mapped.to_json(tmp_path / "mapped.json")  # orient=columns with a mapped question column
-    (item,) = load_mcq(f"mcq:{tmp_path / 'mapped.json'}", paths_for(tmp_path),
-                       {"question": "stem", "options": "choices", "answer": "key"})  # fmt: skip
+    (item,) = load_mcq(
+        f"mcq:{tmp_path / 'mapped.json'}",
+        paths_for(tmp_path),
+        {"question": "stem", "options": "choices", "answer": "key"},
+    )
     assert (item.question, item.answer, item.meta["extra"]) == ("Q?", "B", {"note": "n"})
 
 
@@ -253,16 +273,20 @@ def valid_rows(draw: st.DrawFn) -> list[dict[str, Any]]:
     listed = draw(st.booleans())
     rows = []
     for i in range(n):
-        options = draw(st.lists(SAFE_TEXT, min_size=2, max_size=4,
-                                unique_by=lambda s: " ".join(s.split()).casefold()))  # fmt: skip
+        options = draw(
+            st.lists(SAFE_TEXT, min_size=2, max_size=4, unique_by=lambda s: " ".join(s.split()).casefold())
+        )
         gold = draw(st.integers(0, len(options) - 1))
         row: dict[str, Any] = {"question": draw(SAFE_TEXT)}
         if listed:
             row["options"] = options
         else:
             row |= {column: options[j] if j < len(options) else None for j, column in enumerate(OPA)}
-        row |= {"answer_idx": LETTERS[gold], "answer": options[gold],
-                "explanation": draw(st.none() | st.text(max_size=8))}  # fmt: skip
+        row |= {
+            "answer_idx": LETTERS[gold],
+            "answer": options[gold],
+            "explanation": draw(st.none() | st.text(max_size=8)),
+        }
         rows.append(({"id": f"q{i}"} if with_ids else {}) | row)
     return rows
 

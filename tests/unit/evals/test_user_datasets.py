@@ -53,10 +53,17 @@ def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> Path:
 
 def medmcqa_table(cop: list[int]) -> pa.Table:
     n = len(cop)
-    return pa.table({
-        "id": [f"m{i}" for i in range(n)], "question": [f"Question {i}?" for i in range(n)],
-        "opa": ["a"] * n, "opb": ["b"] * n, "opc": ["c"] * n, "opd": ["d"] * n, "cop": cop,
-    })  # fmt: skip
+    return pa.table(
+        {
+            "id": [f"m{i}" for i in range(n)],
+            "question": [f"Question {i}?" for i in range(n)],
+            "opa": ["a"] * n,
+            "opb": ["b"] * n,
+            "opc": ["c"] * n,
+            "opd": ["d"] * n,
+            "cop": cop,
+        }
+    )
 
 
 def save_to_disk(folder: Path, table: pa.Table) -> Path:
@@ -102,8 +109,11 @@ def test_json_mirage_object_uses_its_keys_as_ids(tmp_path):
 
 
 def test_csv_medmcqa_cop_is_read_one_based_and_said_so(tmp_path):
-    path = write_csv(tmp_path / "mm.csv", ["id", "question", "opa", "opb", "opc", "opd", "cop"],
-                     [["a", "Q1?", "w", "x", "y", "z", 1], ["b", "Q2?", "w", "x", "y", "z", 4]])  # fmt: skip
+    path = write_csv(
+        tmp_path / "mm.csv",
+        ["id", "question", "opa", "opb", "opc", "opd", "cop"],
+        [["a", "Q1?", "w", "x", "y", "z", 1], ["b", "Q2?", "w", "x", "y", "z", 4]],
+    )
     loaded = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path))
     assert [i.answer for i in loaded.items] == ["A", "D"]
     assert any("1-based" in note and "answer_base=0" in note for note in loaded.notes)
@@ -235,13 +245,17 @@ def test_a_relative_path_is_looked_up_under_the_source_data(tmp_path, monkeypatc
 
 
 def test_qa_files_give_free_text_items(tmp_path):
-    rows = [{"id": "a", "question": "Why?", "answer": "Because."},
-            {"question": "How?", "ideal_answer": ["Like this.", "Or so."]},
-            {"id": "c", "question": "What?"}]  # fmt: skip
+    rows = [
+        {"id": "a", "question": "Why?", "answer": "Because."},
+        {"question": "How?", "ideal_answer": ["Like this.", "Or so."]},
+        {"id": "c", "question": "What?"},
+    ]
     spec = f"qa:{write_jsonl(tmp_path / 'qa.jsonl', rows)}"
     loaded = load_freetext_checked(spec, paths_for(tmp_path))
-    assert [(i.dataset, i.qid, i.reference) for i in loaded.items] == [(spec, "a", "Because."),
-                                                                       (spec, "2", "Like this.")]  # fmt: skip
+    assert [(i.dataset, i.qid, i.reference) for i in loaded.items] == [
+        (spec, "a", "Because."),
+        (spec, "2", "Like this."),
+    ]
     assert [(s.row, s.reason) for s in loaded.skipped] == [
         (3, "missing answer (no answer, reference, ideal_answer)")
     ]
@@ -306,11 +320,13 @@ def test_run_without_a_config_builds_closed_book_vs_the_profile(tmp_path, monkey
     config = config_for_datasets(specs, n=20, profile="default", columns={"question": "stem"})
     assert config.name == default_name(specs) == "cardio-q-medqa"
     assert [c["name"] for c in config.conditions()] == [
-        "closed-book", "rag/default/hybrid/trained/k=4/threshold=profile"
-    ]  # fmt: skip
+        "closed-book",
+        "rag/default/hybrid/trained/k=4/threshold=profile",
+    ]
     assert [(e.dataset, e.n, e.columns) for e in config.mcq] == [
-        ("mcq:exams/cardio.csv", 20, {"question": "stem"}), ("medqa", 20, None)
-    ]  # fmt: skip
+        ("mcq:exams/cardio.csv", 20, {"question": "stem"}),
+        ("medqa", 20, None),
+    ]
     assert [(e.dataset, e.n) for e in config.answers] == [("qa:notes/q.jsonl", 20)]
 
     seen: list[EvalConfig] = []
@@ -321,8 +337,20 @@ def test_run_without_a_config_builds_closed_book_vs_the_profile(tmp_path, monkey
 
     monkeypatch.setattr("evals.runner.run_eval", handed)
     with pytest.raises(ZeroDivisionError):
-        cli.main(["eval", "run", "--dataset", "mcq:exams/cardio.csv", "--profile", "fast", "--name", "x",
-                  "--columns", "answer=key"])  # fmt: skip
+        cli.main(
+            [
+                "eval",
+                "run",
+                "--dataset",
+                "mcq:exams/cardio.csv",
+                "--profile",
+                "fast",
+                "--name",
+                "x",
+                "--columns",
+                "answer=key",
+            ]
+        )
     assert seen[0].name == "x" and seen[0].mcq[0].columns == {"answer": "key"} and seen[0].mcq[0].n is None
     assert cli.main(["eval", "run"]) == 2  # neither a config nor --dataset
     assert cli.main(["eval", "run", str(tmp_path / "c.toml"), "--dataset", "medqa"]) == 2  # both
@@ -336,8 +364,9 @@ def test_a_file_in_each_format_runs_through_run_eval(bm25_paths, tmp_path, capsy
     files.mkdir()
     bad = {"id": "bad", "question": "Q?", "options": ["a", "b"], "answer": "Z"}
     pq.write_table(medmcqa_table([0, 1]), files / "mm.parquet")
-    (files / "mirage.json").write_text(json.dumps({"k1": {"question": "Q?", "options": {"A": "a", "B": "b"},
-                                                          "answer": "B"}}))  # fmt: skip
+    (files / "mirage.json").write_text(
+        json.dumps({"k1": {"question": "Q?", "options": {"A": "a", "B": "b"}, "answer": "B"}})
+    )
     specs = [
         f"mcq:{write_jsonl(files / 'medqa.jsonl', [*MEDQA_ROWS, bad])}",
         f"mcq:{files / 'mirage.json'}",
@@ -346,11 +375,22 @@ def test_a_file_in_each_format_runs_through_run_eval(bm25_paths, tmp_path, capsy
         f"mcq:{save_to_disk(files / 'hf', medmcqa_table([3]))}",
         f"mcq:{save_dict_to_disk(files / 'dd', {'train': medmcqa_table([0]), 'test': medmcqa_table([1])})}",
     ]
-    config = EvalConfig.model_validate({
-        "name": "own-files", "profile": "fast",
-        "mcq": [{"dataset": s, "columns": {"split": "test"} if s.endswith("dd") else None} for s in specs],
-        "grid": {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1], "closed_book": True},
-    })  # fmt: skip
+    config = EvalConfig.model_validate(
+        {
+            "name": "own-files",
+            "profile": "fast",
+            "mcq": [
+                {"dataset": s, "columns": {"split": "test"} if s.endswith("dd") else None} for s in specs
+            ],
+            "grid": {
+                "index": ["default"],
+                "mode": ["bm25"],
+                "rerank": ["none"],
+                "k": [1],
+                "closed_book": True,
+            },
+        }
+    )
     out = tmp_path / "run"
     run_eval(config, bm25_paths, out=out, progress=False, generator=LetterModel())
     assert "medqa.jsonl: 1 row(s) skipped" in capsys.readouterr().err
@@ -360,6 +400,7 @@ def test_a_file_in_each_format_runs_through_run_eval(bm25_paths, tmp_path, capsy
     assert {r.condition for r in records} == {"closed-book", "rag/default/bm25/none/k=1"}
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["skipped_rows"][specs[0]] == {
-        "count": 1, "rows": [{"row": 4, "id": "bad", "reason": "answer 'Z' is not among the options A, B"}]
-    }  # fmt: skip
+        "count": 1,
+        "rows": [{"row": 4, "id": "bad", "reason": "answer 'Z' is not among the options A, B"}],
+    }
     assert manifest["skipped_rows"][specs[1]] == {"count": 0, "rows": []}

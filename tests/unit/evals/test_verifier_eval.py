@@ -14,8 +14,17 @@ PASSAGE = Chunk("p#0", "p", "", (), "bioasq", "", "", 0, 1, "x")
 def pairs_and_scores() -> tuple[list[SupportPair], np.ndarray]:
     pairs, scores = [], []
     for split in ("dev", "test"):
-        for i, (kind, score) in enumerate([("own", 0.9), ("own", 0.7), ("own", 0.6), ("own", 0.2),
-                                           ("negation", 0.65), ("other", 0.1), ("number", 0.3)]):  # fmt: skip
+        for i, (kind, score) in enumerate(
+            [
+                ("own", 0.9),
+                ("own", 0.7),
+                ("own", 0.6),
+                ("own", 0.2),
+                ("negation", 0.65),
+                ("other", 0.1),
+                ("number", 0.3),
+            ]
+        ):
             pairs.append(SupportPair(f"{split}{i}", split, kind, int(kind == "own"), "c", PASSAGE))
             scores.append(score)
     return pairs, np.array(scores)
@@ -34,9 +43,13 @@ def test_the_dev_threshold_keeps_recall_on_dev_and_is_reported_on_test() -> None
 
 def test_markdown_has_a_row_per_verifier_and_a_column_per_kind() -> None:
     pairs, scores = pairs_and_scores()
-    report = {"questions": {"dev": 7, "test": 7}, "heuristic": _verifier_report(pairs, scores),
-              "trained": _verifier_report(pairs, scores[::-1].copy()), "seconds": 1.0,
-              "environment": {"command": "python -m evals.verifier_eval", "machine": "x86_64"}}  # fmt: skip
+    report = {
+        "questions": {"dev": 7, "test": 7},
+        "heuristic": _verifier_report(pairs, scores),
+        "trained": _verifier_report(pairs, scores[::-1].copy()),
+        "seconds": 1.0,
+        "environment": {"command": "python -m evals.verifier_eval", "machine": "x86_64"},
+    }
     text = markdown(report)
     assert "| heuristic | 7 |" in text and "| trained model | 7 |" in text
     assert "| negation | 1 |" in text and "trained model (dev t)" in text

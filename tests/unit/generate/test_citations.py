@@ -13,9 +13,14 @@ from tests.helpers import make_hit
 
 def hit(n: int) -> Hit:
     return make_hit(
-        f"guide:doc{n}#0", f"passage {n} text", score=1.0, rank=n,
-        title=f"Guideline {n}", section=("Section",), url=f"https://example.org/{n}",
-    )  # fmt: skip
+        f"guide:doc{n}#0",
+        f"passage {n} text",
+        score=1.0,
+        rank=n,
+        title=f"Guideline {n}",
+        section=("Section",),
+        url=f"https://example.org/{n}",
+    )
 
 
 SOURCES = [hit(n) for n in range(1, 4)]  # markers [1]..[3] are valid
@@ -53,8 +58,12 @@ SOURCES = [hit(n) for n in range(1, 4)]  # markers [1]..[3] are valid
         ("Risk is high.\n[1]", ["Risk is high.\n[1]"]),
         (  # a list numbered inside one line: each number starts a sentence, as on its own line
             "qSOFA needs two of: 1. Respiratory rate >= 22; 2. Altered mentation; 3. SBP <= 100 [1].",
-            ["qSOFA needs two of:", "1. Respiratory rate >= 22;", "2. Altered mentation;",
-             "3. SBP <= 100 [1]."],
+            [
+                "qSOFA needs two of:",
+                "1. Respiratory rate >= 22;",
+                "2. Altered mentation;",
+                "3. SBP <= 100 [1].",
+            ],
         ),
         ("Take 2. Then stop. Grade 3. Done.", ["Take 2.", "Then stop.", "Grade 3.", "Done."]),
         ("", []),

@@ -259,8 +259,12 @@ def test_a_judges_passage_turns_are_reused_and_split_by_the_prompt_alone(fake_ll
     gen = LlamaCppGenerator(gguf, threads=1)
 
     def chat(passage: str, claim: str) -> list[Message]:
-        return [Message("system", "Judge."), Message("user", passage), Message("assistant", "Read."),
-                Message("user", claim)]  # fmt: skip
+        return [
+            Message("system", "Judge."),
+            Message("user", passage),
+            Message("assistant", "Read."),
+            Message("user", claim),
+        ]
 
     gen.next_token_logprobs(chat("Aspirin 162 mg.", "162 mg"), ["Yes"])
     gen.next_token_logprobs(chat("Aspirin 162 mg.", "325 mg?"), ["Yes"])

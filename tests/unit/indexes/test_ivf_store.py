@@ -29,10 +29,15 @@ def _build(tmp_path_factory, dense: DenseParams) -> Paths:
     data = tmp_path_factory.mktemp(f"store-{dense.kind}")
     paths = Paths.from_env().model_copy(update={"data_dir": data})
     build_index(
-        [OpenMedicineSource()], BuildConfig(dense=dense, limit=6), paths.indexes_dir,
-        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"), tokenizer_name="minilm",
-        embedder=HashEmbedder(), cache_dir=data / "cache", progress=False,
-    )  # fmt: skip
+        [OpenMedicineSource()],
+        BuildConfig(dense=dense, limit=6),
+        paths.indexes_dir,
+        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"),
+        tokenizer_name="minilm",
+        embedder=HashEmbedder(),
+        cache_dir=data / "cache",
+        progress=False,
+    )
     return paths
 
 

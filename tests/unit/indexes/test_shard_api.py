@@ -33,9 +33,10 @@ def test_retrieve_from_a_sharded_index_returns_the_unsharded_hits(served, bm25_p
     url, app = served
     assert isinstance(app.state.medcite.get("fast").assembled.index.lexical, ShardedBm25)
     response = httpx.post(
-        f"{url}/v1/retrieve", json={"query": QUERY, "k": 5, "mode": "bm25"},
+        f"{url}/v1/retrieve",
+        json={"query": QUERY, "k": 5, "mode": "bm25"},
         headers={"Authorization": f"Bearer {KEY}"},
-    )  # fmt: skip
+    )
     assert response.status_code == 200
     data = response.json()["data"]
     direct = retrieve(bm25_paths, "default", QUERY, k=5, mode="bm25", filters=Filters())

@@ -53,10 +53,15 @@ def dense_pair(tmp_path_factory) -> tuple[Paths, Paths]:
     data = tmp_path_factory.mktemp("dense-data")
     paths = Paths.from_env().model_copy(update={"data_dir": data})
     build_index(
-        [OpenMedicineSource()], BuildConfig(dense=DenseParams(kind="flat"), limit=6), paths.indexes_dir,
-        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"), tokenizer_name="minilm",
-        embedder=HashEmbedder(), cache_dir=data / "cache", progress=False,
-    )  # fmt: skip
+        [OpenMedicineSource()],
+        BuildConfig(dense=DenseParams(kind="flat"), limit=6),
+        paths.indexes_dir,
+        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"),
+        tokenizer_name="minilm",
+        embedder=HashEmbedder(),
+        cache_dir=data / "cache",
+        progress=False,
+    )
     return paths, sharded_paths(tmp_path_factory, paths, 4)
 
 

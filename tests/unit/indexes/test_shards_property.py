@@ -56,10 +56,22 @@ def sharded_copy(folder: Path, docs: list[list[str]], n_shards: int, p: Bm25Para
 
 
 # an empty shard (more shards than rows), a token only in the last shard, an empty document
-@example(docs=[["aspirin"], [], ["gout", "gout"]], n_shards=5, query=["gout", "aspirin"], k=2,
-         p=Bm25Params(), mask_seed=None)  # fmt: skip
-@example(docs=[["af"], ["af", "inr"], ["af"], ["inr", "af", "af"]], n_shards=2, query=["af", "af"], k=3,
-         p=Bm25Params(method="bm25l"), mask_seed=3)  # fmt: skip
+@example(
+    docs=[["aspirin"], [], ["gout", "gout"]],
+    n_shards=5,
+    query=["gout", "aspirin"],
+    k=2,
+    p=Bm25Params(),
+    mask_seed=None,
+)
+@example(
+    docs=[["af"], ["af", "inr"], ["af"], ["inr", "af", "af"]],
+    n_shards=2,
+    query=["af", "af"],
+    k=3,
+    p=Bm25Params(method="bm25l"),
+    mask_seed=3,
+)
 @given(
     docs=corpora,
     n_shards=st.integers(1, 5),

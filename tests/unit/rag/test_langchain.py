@@ -75,9 +75,12 @@ def test_streaming_runnable_over_a_real_pipeline_never_yields_an_unsupported_sen
 
     good, bad = "CHA2DS2-VASc guides anticoagulation [1].", "The dose is 200 mg every 2 weeks [1]."
     pipeline = Pipeline(
-        OneHit(), IdentityReranker(), WordGenerator(f"{good} {bad}"),
-        verifier=ScriptedVerifier(unsupported=["200 mg"]), settings=PipelineSettings(threshold=None),
-    )  # fmt: skip
+        OneHit(),
+        IdentityReranker(),
+        WordGenerator(f"{good} {bad}"),
+        verifier=ScriptedVerifier(unsupported=["200 mg"]),
+        settings=PipelineSettings(threshold=None),
+    )
     *pieces, final = as_streaming_runnable(pipeline).stream("Which score guides anticoagulation?")
     assert pieces == [good] and final["answer"] == good and final["mode"] == "rag"
     assert [s["status"] for s in final["sentences"]] == ["shown", "removed"]

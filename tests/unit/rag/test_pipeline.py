@@ -305,8 +305,18 @@ DOCS = {
 def doc_hit(doc: str, rank: int) -> Hit:
     start = DOCS[doc].index("\n\n") + 2
     text = DOCS[doc][start:]
-    chunk = Chunk(f"{doc}#0", doc, doc.upper(), ("S",), "open-medicine", f"https://doi.org/{doc}", "MIT",
-                  start, len(DOCS[doc]), text)  # fmt: skip
+    chunk = Chunk(
+        f"{doc}#0",
+        doc,
+        doc.upper(),
+        ("S",),
+        "open-medicine",
+        f"https://doi.org/{doc}",
+        "MIT",
+        start,
+        len(DOCS[doc]),
+        text,
+    )
     return Hit(chunk=chunk, score=1.0 / rank, rank=rank, retriever="hybrid")
 
 
@@ -408,9 +418,12 @@ def test_pipeline_settings_default_to_the_profile_model_and_follow_a_profile_fil
     default = load_profile("default")
     built = PipelineSettings.from_profile(default)
     assert (built.threshold, built.keep, built.rerank_candidates, built.max_tokens, built.evidence_order) == (
-        default.rerank.threshold, default.rerank.keep, default.rerank.candidates,
-        default.generator.max_tokens, default.rerank.order,
-    )  # fmt: skip
+        default.rerank.threshold,
+        default.rerank.keep,
+        default.rerank.candidates,
+        default.generator.max_tokens,
+        default.rerank.order,
+    )
     assert built.support_policy == default.verify.policy and built.candidates == default.retrieval.candidates
 
 
@@ -436,7 +449,9 @@ def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite()
     pipe.answer("Which score is used in AF?", closed_book=True)
     wanted = ("Men", "\n\n")
     assert gen.stops == [
-        ("generate", ()), ("generate", wanted),  # rewrite, then the answer
-        ("generate", ()), ("stream", wanted),  # the same, streamed
+        ("generate", ()),
+        ("generate", wanted),  # rewrite, then the answer
+        ("generate", ()),
+        ("stream", wanted),  # the same, streamed
         ("generate", wanted),  # closed-book: no rewrite
-    ]  # fmt: skip
+    ]

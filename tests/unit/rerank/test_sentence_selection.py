@@ -29,8 +29,18 @@ class KeywordScorer:
 
 
 def _hit(n: int, text: str, offset: int = 100) -> Hit:
-    chunk = Chunk(f"d{n}#0", f"d{n}", "Sepsis guideline", ("Screening",), "test", "", "",
-                  offset, offset + len(text), text)  # fmt: skip
+    chunk = Chunk(
+        f"d{n}#0",
+        f"d{n}",
+        "Sepsis guideline",
+        ("Screening",),
+        "test",
+        "",
+        "",
+        offset,
+        offset + len(text),
+        text,
+    )
     return Hit(chunk, 0.9, n, "hybrid+trained")
 
 

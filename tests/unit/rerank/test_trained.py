@@ -34,8 +34,12 @@ def test_relevant_passage_ranks_first_with_a_probability() -> None:
     reranker = TrainedReranker()
     hits = [
         _hit(1, "Marfan syndrome", "Marfan syndrome is inherited in an autosomal dominant pattern."),
-        _hit(2, "Sepsis", "qSOFA criteria: respiratory rate of 22/min or greater, altered mentation, "
-                          "systolic blood pressure of 100 mmHg or less."),
+        _hit(
+            2,
+            "Sepsis",
+            "qSOFA criteria: respiratory rate of 22/min or greater, altered mentation, "
+            "systolic blood pressure of 100 mmHg or less.",
+        ),
     ]
     ranked = reranker.rerank("What are the qSOFA criteria for sepsis?", hits)
     assert ranked[0].chunk.doc_id == "d2"
@@ -81,9 +85,17 @@ def test_it_selects_sentences_counting_wordpieces_with_its_own_tokenizer() -> No
     tokenizer = reranker._loaded[1]
     sentence = "qSOFA counts a respiratory rate of 22/min or more."
     assert reranker.wordpieces(sentence) == tokenizer.count([sentence])[0] > len(sentence.split())
-    text = ("Marfan syndrome is inherited in an autosomal dominant pattern. " + sentence
-            + " Lens dislocation is common in Marfan syndrome.")  # fmt: skip
-    selected = select_sentences("What does qSOFA count?", [_hit(1, "Guideline", text)], reranker,
-                                reranker.wordpieces(sentence), reranker.wordpieces)  # fmt: skip
+    text = (
+        "Marfan syndrome is inherited in an autosomal dominant pattern. "
+        + sentence
+        + " Lens dislocation is common in Marfan syndrome."
+    )
+    selected = select_sentences(
+        "What does qSOFA count?",
+        [_hit(1, "Guideline", text)],
+        reranker,
+        reranker.wordpieces(sentence),
+        reranker.wordpieces,
+    )
     assert [h.chunk.text for h in selected] == [sentence]
     assert text[selected[0].chunk.start : selected[0].chunk.end] == sentence

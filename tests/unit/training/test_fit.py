@@ -14,18 +14,29 @@ from rag.rerank.trained import PairTokenizer  # noqa: E402
 from training.fit import FitConfig, cache_bottom, length_batches, load_finished, logits_of, train  # noqa: E402
 
 PAIRS = [
-    ("What are the qSOFA criteria?",
-     "qSOFA: respiratory rate >= 22/min, altered mentation, systolic BP <= 100", 1),
-    ("What are the qSOFA criteria?",
-     "Marfan syndrome is inherited in an autosomal dominant pattern.", 0),
-    ("Which score guides anticoagulation in atrial fibrillation?",
-     "CHA2DS2-VASc estimates stroke risk in AF.", 1),
-    ("Which score guides anticoagulation in atrial fibrillation?",
-     "Metformin is first-line in type 2 diabetes.", 0),
-    ("How is Marfan syndrome inherited?",
-     "Marfan syndrome is inherited in an autosomal dominant pattern.", 1),
+    (
+        "What are the qSOFA criteria?",
+        "qSOFA: respiratory rate >= 22/min, altered mentation, systolic BP <= 100",
+        1,
+    ),
+    ("What are the qSOFA criteria?", "Marfan syndrome is inherited in an autosomal dominant pattern.", 0),
+    (
+        "Which score guides anticoagulation in atrial fibrillation?",
+        "CHA2DS2-VASc estimates stroke risk in AF.",
+        1,
+    ),
+    (
+        "Which score guides anticoagulation in atrial fibrillation?",
+        "Metformin is first-line in type 2 diabetes.",
+        0,
+    ),
+    (
+        "How is Marfan syndrome inherited?",
+        "Marfan syndrome is inherited in an autosomal dominant pattern.",
+        1,
+    ),
     ("How is Marfan syndrome inherited?", "qSOFA: respiratory rate >= 22/min, altered mentation.", 0),
-]  # fmt: skip
+]
 CONFIG = FitConfig(seed=3, epochs=2, batch_size=2, trainable_from=5, max_length=64, checkpoint_every=1)
 
 
@@ -45,8 +56,15 @@ def _model_and_cache():
 def _trained(folder, max_steps=None, state_out=None):
     model, hidden = _model_and_cache()
     labels = [y for _, _, y in PAIRS]
-    state = train(model, hidden, labels, CONFIG, folder, validate=lambda m: float(logits_of(m, hidden)[0]),
-                  max_steps=max_steps)  # fmt: skip
+    state = train(
+        model,
+        hidden,
+        labels,
+        CONFIG,
+        folder,
+        validate=lambda m: float(logits_of(m, hidden)[0]),
+        max_steps=max_steps,
+    )
     return model, hidden, state
 
 
@@ -83,7 +101,6 @@ def test_training_is_deterministic_and_a_stopped_run_resumes_exactly(tmp_path) -
 
 def test_a_finished_run_loads_its_best_epoch_without_training_data(tmp_path) -> None:
     from dataclasses import replace
-
 
     straight, hidden, state = _trained(tmp_path / "run")
     fresh, _ = _model_and_cache()

@@ -73,6 +73,7 @@ def test_medquad_training_pairs_skip_the_abstention_benchmark_pools(source_data)
     assert stats.dropped["medquad_benchmark_pools"] > 3000
     asked = {row["qid"] for row in pairs}
     assert len(asked) == stats.questions["medquad_train"] == 400
+
     def pooled(doc_id: str) -> bool:
         return (collection_prefix(doc_id), docs[doc_id].metadata["qtype"]) in pools
 

@@ -18,8 +18,20 @@ def test_train_reranker_options_reach_the_configs(monkeypatch, tmp_path: Path, c
         return out / "model"
 
     monkeypatch.setattr(training.reranker, "train_reranker", fake_train)
-    argv = ["models", "train-reranker", "--out", str(tmp_path), "--epochs", "1", "--trainable-from", "3",
-            "--medquad-questions", "20", "--seed", "5"]  # fmt: skip
+    argv = [
+        "models",
+        "train-reranker",
+        "--out",
+        str(tmp_path),
+        "--epochs",
+        "1",
+        "--trainable-from",
+        "3",
+        "--medquad-questions",
+        "20",
+        "--seed",
+        "5",
+    ]
     assert main(argv) == 0
     assert (seen["fit"].epochs, seen["fit"].trainable_from, seen["fit"].seed) == (1, 3, 5)
     assert (seen["pairs"].medquad_questions, seen["pairs"].seed, seen["out"]) == (20, 5, tmp_path)
