@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.medcite-installed
 QUESTION ?= Which score is used to decide on anticoagulation in atrial fibrillation?
 
-.PHONY: setup demo test test-all lint audit bench serve clean-data ragas
+.PHONY: setup demo test test-all lint format audit bench serve clean-data ragas
 
 setup: $(STAMP)
 
@@ -40,9 +40,14 @@ bench: setup
 serve: setup
 	$(BIN)/medcite serve
 
+# ruff format owns the layout (no hand-packed lines, no `# fmt: skip`); `make format` applies it.
 lint: setup
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check medcite core rag corpora indexes evals api tests scripts bench training
 	$(BIN)/mypy medcite core rag corpora indexes evals api training
+
+format: setup
+	$(BIN)/ruff format .
 
 # Known vulnerabilities in the installed packages (PyPI's advisory records); triage in
 # scripts/audit-ignore.toml, explained in docs/reliability.md.
