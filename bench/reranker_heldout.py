@@ -294,7 +294,7 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/reranker"))
     parser.add_argument("--model", type=Path, default=None, help="relevance model folder (default: shipped)")
@@ -312,7 +312,64 @@ def main() -> None:
         help="hybrid candidates reranked (a profile's rerank.candidates)",
     )
     parser.add_argument("--machine", default="2 cores, 24 GB, no GPU")
-    args = parser.parse_args()
+    return parser
+
+
+def _tuned_fusion(
+    index: Any, embedder: Any, retrievers: dict[str, Any], validation: list[dict[str, Any]]
+) -> tuple[Callable[[str], list[str]], float, dict[str, float]]:
+    """The weighted-fusion document ranking with the BM25 weight fitted on ``validation``, that
+    weight, and the validation nDCG@10 per weight (ladder step a)."""
+    weight, per_weight = fit_fusion_weight(validation, retrievers["bm25"], retrievers["dense"])
+    fused = make_retriever(
+        index,
+        embedder,
+        "hybrid",
+        fusion="weighted",
+        weights=(weight, 1 - weight),
+        candidates=DEPTH * 3,
+    )
+
+    def tuned(text: str, retriever: Any = fused) -> list[str]:
+        return doc_ranking(retriever.retrieve(text, DEPTH * 3))
+
+    return tuned, weight, per_weight
+
+
+def _evaluate_set(
+    set_name: str,
+    index_name: str,
+    loader: Callable[[Paths], tuple[dict[str, str], dict[str, dict[str, int]]]],
+    args: argparse.Namespace,
+    paths: Paths,
+    reranker: Any,
+    results: dict[str, Any],
+) -> None:
+    """Evaluate one held-out set on its index into ``results`` (BioASQ also fits the fusion weight)."""
+    index, embedder = open_index(paths, index_name, with_embedder=True)
+    try:
+        retrievers = {
+            m: make_retriever(index, embedder, m, candidates=DEPTH * 3) for m in ("bm25", "dense", "hybrid")
+        }
+        tuned: Callable[[str], list[str]] | None = None
+        if set_name == "bioasq-11b":
+            validation = validation_questions(args.validation, paths, reranker.manifest)
+            tuned, results["fusion_weight"], results["fusion_validation"] = _tuned_fusion(
+                index, embedder, retrievers, validation
+            )
+        queries, qrels = loader(paths)
+        results["sets"][set_name] = evaluate(
+            set_name, queries, qrels, retrievers, reranker, tuned, args.rerank_depth
+        )
+        if set_name == "liveqa-medquad":
+            note, in_file = liveqa_coverage_note(paths)
+            results["sets"][set_name].update(coverage_note=note, questions_in_set=in_file)
+    finally:
+        index.close()
+
+
+def main() -> None:
+    args = parser().parse_args()
     from rag.rerank.trained import TrainedReranker
 
     paths = Paths.from_env()
@@ -325,38 +382,7 @@ def main() -> None:
         if not (paths.indexes_dir / index_name).exists():
             print(f"skipping {set_name}: index {index_name!r} not built")
             continue
-        index, embedder = open_index(paths, index_name, with_embedder=True)
-        try:
-            retrievers = {
-                m: make_retriever(index, embedder, m, candidates=DEPTH * 3)
-                for m in ("bm25", "dense", "hybrid")
-            }
-            tuned = None
-            if set_name == "bioasq-11b":
-                validation = validation_questions(args.validation, paths, reranker.manifest)
-                weight, per_weight = fit_fusion_weight(validation, retrievers["bm25"], retrievers["dense"])
-                results["fusion_weight"], results["fusion_validation"] = weight, per_weight
-                fused = make_retriever(
-                    index,
-                    embedder,
-                    "hybrid",
-                    fusion="weighted",
-                    weights=(weight, 1 - weight),
-                    candidates=DEPTH * 3,
-                )
-
-                def tuned(text: str, retriever: Any = fused) -> list[str]:
-                    return doc_ranking(retriever.retrieve(text, DEPTH * 3))
-
-            queries, qrels = loader(paths)
-            results["sets"][set_name] = evaluate(
-                set_name, queries, qrels, retrievers, reranker, tuned, args.rerank_depth
-            )
-            if set_name == "liveqa-medquad":
-                note, in_file = liveqa_coverage_note(paths)
-                results["sets"][set_name].update(coverage_note=note, questions_in_set=in_file)
-        finally:
-            index.close()
+        _evaluate_set(set_name, index_name, loader, args, paths, reranker, results)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "heldout.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     (args.out / "heldout.md").write_text(markdown(results), encoding="utf-8")

@@ -78,11 +78,11 @@ def _threshold_lines(report: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def markdown(report: Mapping[str, Any]) -> str:
-    """The report page."""
+def _summary_lines(report: Mapping[str, Any]) -> list[str]:
+    """The title, what was judged and how, and the headline numbers as bullets."""
     v, m = report["verdict"], report["margin"]
     ci = report["roc_auc_ci95"]
-    lines = [
+    return [
         "# Faithfulness: separation of supported from false claims",
         "",
         f"{report['claims']} claims over {report['items']} BioASQ items (Tasks 7B-10B; 11B held out): "
@@ -103,13 +103,19 @@ def markdown(report: Mapping[str, Any]) -> str:
         "(BioASQ ideal answers often copy a snippet), so the supported class is easy; false claims are "
         "one edit away from it.",
         "",
+    ]
+
+
+def _margin_lines(report: Mapping[str, Any]) -> list[str]:
+    """The margin's quantiles per class (supported claims also split by how much they copy)."""
+    lines = [
         "Margin per class (nats):",
         "",
         "| class | claims | min | q10 | q25 | median | q75 | q90 | max |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     classes = {
-        **m,
+        **report["margin"],
         **{f"supported, {k.replace('_', ' ')}": v for k, v in report["supported_margin_by_copy"].items()},
     }
     for name, s in classes.items():
@@ -119,6 +125,29 @@ def markdown(report: Mapping[str, Any]) -> str:
                 + " | ".join(f"{s[k]:+.2f}" for k in ("min", "q10", "q25", "median", "q75", "q90", "max"))
                 + " |"
             )
+    return lines
+
+
+def _closing_lines(report: Mapping[str, Any]) -> list[str]:
+    """Where the claim texts are, and the judge's time per claim."""
+    spc = report.get("seconds_per_claim")
+    return [
+        "",
+        "Claim texts hold BioASQ text (BioASQ terms of use) and are not in the repository: the "
+        "command above rebuilds them deterministically in `$MEDCITE_DATA_DIR/faithfulness-separation/"
+        "claims.jsonl`. `claims.json` here has every claim's id, rule, label, edit, log-probabilities, "
+        "margin and verdict.",
+        "",
+        f"Judge time {'n/a' if spc is None else f'{spc:.1f}'} s per claim (measured per call, judge "
+        f"cache misses and hits mixed) on {report['environment']['machine']} with "
+        f"{report['environment']['cpus']} CPUs (other work may have shared them).",
+        "",
+    ]
+
+
+def markdown(report: Mapping[str, Any]) -> str:
+    """The report page."""
+    lines = _summary_lines(report) + _margin_lines(report)
     lines += [
         "",
         "![margin histogram](margins.png)",
@@ -132,19 +161,7 @@ def markdown(report: Mapping[str, Any]) -> str:
     if report.get("claims_in_set", report["claims"]) != report["claims"]:
         lines += ["", f"Partial: {report['claims']} of the set's {report['claims_in_set']} claims scored."]
     lines += _worst_lines(report)
-    spc = report.get("seconds_per_claim")
-    lines += [
-        "",
-        "Claim texts hold BioASQ text (BioASQ terms of use) and are not in the repository: the "
-        "command above rebuilds them deterministically in `$MEDCITE_DATA_DIR/faithfulness-separation/"
-        "claims.jsonl`. `claims.json` here has every claim's id, rule, label, edit, log-probabilities, "
-        "margin and verdict.",
-        "",
-        f"Judge time {'n/a' if spc is None else f'{spc:.1f}'} s per claim (measured per call, judge "
-        f"cache misses and hits mixed) on {report['environment']['machine']} with "
-        f"{report['environment']['cpus']} CPUs (other work may have shared them).",
-        "",
-    ]
+    lines += _closing_lines(report)
     return "\n".join(lines)
 
 

@@ -262,9 +262,8 @@ METHOD = (
 )
 
 
-def render_markdown(summary: Mapping[str, Any]) -> str:
-    """The report: coverage, agreement table, NaNs, cost, then the largest disagreements."""
-    per, cost = summary["metrics"], summary["cost"]
+def _agreement_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The title, coverage, method and the per-metric agreement table with its note."""
     out = [
         "# ragas itself vs medcite's own answer-quality metrics",
         "",
@@ -281,7 +280,7 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "mean medcite (pairs) | mean ragas (pairs) | NaN medcite | NaN ragas |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for m, s in per.items():
+    for m, s in summary["metrics"].items():
         out.append(
             f"| {m} | {s['n_pairs']} | {_num(s['spearman'], 2)} {_ci(s['spearman_ci'])} | "
             f"{_num(s['pearson'], 2)} {_ci(s['pearson_ci'])} | {_num(s['mean_medcite'])} | "
@@ -293,13 +292,22 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "Correlations need 3 pairs and some spread on both sides ('–' otherwise); intervals are",
         "percentile bootstrap intervals over samples (2,000 resamples, seed 0).",
         "",
-        "## NaN reasons",
-        "",
     ]
+    return out
+
+
+def _nan_lines(per: Mapping[str, Any]) -> list[str]:
+    out = ["## NaN reasons", ""]
     for m, s in per.items():
         out.append(f"- {m}: medcite {_reasons(s['nan_medcite'])}; ragas {_reasons(s['nan_ragas'])}")
+    return out
+
+
+def _cost_lines(summary: Mapping[str, Any]) -> list[str]:
+    """Each side's judge seconds per sample and ragas' tokens, then the timing note."""
+    cost = summary["cost"]
     ms, rs = cost["medcite_seconds"], cost["ragas_seconds"]
-    out += [
+    return [
         "",
         "## Cost per sample",
         "",
@@ -314,9 +322,12 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
         "",
         summary.get("timing_note", ""),
         "",
-        "## Where they disagree most",
-        "",
     ]
+
+
+def _disagreement_lines(per: Mapping[str, Any]) -> list[str]:
+    """Per metric, the samples where the two sides differ most, with what ragas' judge said."""
+    out = ["## Where they disagree most", ""]
     for m, s in per.items():
         out.append(f"### {m}\n")
         for d in s["disagreements"]:
@@ -325,6 +336,13 @@ def render_markdown(summary: Mapping[str, Any]) -> str:
                 f"ragas' judge: {d['ragas_judge']}"
             )
         out.append("" if s["disagreements"] else "(no pair where the two differ)\n")
+    return out
+
+
+def render_markdown(summary: Mapping[str, Any]) -> str:
+    """The report: coverage, agreement table, NaNs, cost, then the largest disagreements."""
+    per = summary["metrics"]
+    out = _agreement_lines(summary) + _nan_lines(per) + _cost_lines(summary) + _disagreement_lines(per)
     return "\n".join(out).rstrip() + "\n"
 
 

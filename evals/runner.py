@@ -341,22 +341,7 @@ def run_eval(
     finally:
         summary.seconds = time.perf_counter() - start
         run.write_manifest(
-            {
-                "name": config.name,
-                "seed": config.seed,
-                "generator": model.fingerprint() if model is not None else None,
-                "indexes": _index_fingerprints(config, paths),
-                "items": {ds: len(v) for ds, v in items.items()},
-                "queries": {ds: len(s.queries) for ds, s in sets.items()},
-                "answer_items": {ds: len(v) for ds, v in answer_items.items()},
-                "skipped_rows": skipped,
-                "session": {
-                    "started": started,
-                    "seconds": round(summary.seconds, 1),
-                    "conditions": summary.cost(),
-                    "engine": _engine_note(engine, summary),
-                },
-            }
+            _manifest(config, paths, model, items, sets, answer_items, skipped, started, summary, engine)
         )
         if model is not None:
             model.close()
@@ -364,6 +349,37 @@ def run_eval(
     write_trec(records, run.folder / "run.trec")
     write_summary(run.folder, records, sets, summary.cost(), paths)
     return summary
+
+
+def _manifest(
+    config: EvalConfig,
+    paths: Paths,
+    model: CachingGenerator | None,
+    items: dict[str, list[Any]],
+    sets: dict[str, Any],
+    answer_items: dict[str, list[Any]],
+    skipped: dict[str, Any],
+    started: str,
+    summary: RunSummary,
+    engine: RayEngine | None,
+) -> dict[str, Any]:
+    """What this session ran, on what model and indexes, and its cost, for ``manifest.json``."""
+    return {
+        "name": config.name,
+        "seed": config.seed,
+        "generator": model.fingerprint() if model is not None else None,
+        "indexes": _index_fingerprints(config, paths),
+        "items": {ds: len(v) for ds, v in items.items()},
+        "queries": {ds: len(s.queries) for ds, s in sets.items()},
+        "answer_items": {ds: len(v) for ds, v in answer_items.items()},
+        "skipped_rows": skipped,
+        "session": {
+            "started": started,
+            "seconds": round(summary.seconds, 1),
+            "conditions": summary.cost(),
+            "engine": _engine_note(engine, summary),
+        },
+    }
 
 
 def _run_model(

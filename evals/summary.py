@@ -258,112 +258,143 @@ def _paired_notes(paired: dict[str, Any]) -> list[str]:
     return [*notes, "### Leaked vs clean items", "", *_table(header, rows), note, ""]
 
 
-def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]) -> str:
-    lines = [f"# Evaluation run `{name}`", ""]
-    if metrics["mcq"]:
-        lines += ["## Multiple choice: accuracy (95% Wilson CI)", ""]
-        header = [
+def _mcq_section(mcq: dict[str, Any]) -> list[str]:
+    """Accuracy with its Wilson interval per condition and dataset."""
+    lines = ["## Multiple choice: accuracy (95% Wilson CI)", ""]
+    header = [
+        "condition",
+        "dataset",
+        "n",
+        "accuracy",
+        "95% CI",
+        "no answer",
+        "no evidence kept",
+        "s/item",
+    ]
+    lines += _table(header, _mcq_rows(mcq))
+    lines += [
+        "no evidence kept: RAG items whose passages all fell below the evidence threshold "
+        "(answered without sources); 0 when the run gives every item k passages.",
+        "",
+    ]
+    return lines
+
+
+def _paired_section(paired: dict[str, Any]) -> list[str]:
+    """Each RAG condition against closed-book on the same items, with its notes."""
+    lines = ["## RAG vs closed-book (paired)", ""]
+    header = [
+        "condition",
+        "dataset",
+        "n",
+        "closed-book",
+        "RAG",
+        "diff (95% bootstrap CI)",
+        "McNemar p",
+        "harm",
+        "help",
+        "leaked",
+    ]
+    lines += _table(header, _paired_rows(paired))
+    lines += _paired_notes(paired)
+    return lines
+
+
+def _retrieval_section(retrieval: dict[str, Any]) -> list[str]:
+    lines = ["## Retrieval", ""]
+    rows = [
+        [
+            cond,
+            ds,
+            m["n"],
+            *(f"{m.get(k, float('nan')):.3f}" for k in RETRIEVAL_METRICS),
+            m["median_seconds_per_query"],
+        ]
+        for cond, per in retrieval.items()
+        for ds, m in per.items()
+    ]
+    lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
+    return lines
+
+
+def _answers_section(answers: dict[str, Any]) -> list[str]:
+    """The judged free-text metrics, then answerable vs unanswerable where the run has them."""
+    lines = ["## Free-text answers (judged by the run's model; NaN items excluded and counted)", ""]
+    rows = []
+    for cond, per in answers.items():
+        for ds, a in per.items():
+            for m, v in a["metrics"].items():
+                reasons = ", ".join(f"{k} {n}" for k, n in v["reasons"].items()) or "–"
+                mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
+                rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
+    lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
+    return lines + _abstention_section(answers)
+
+
+def _abstention_section(answers: dict[str, Any]) -> list[str]:
+    """Answered / abstained rates on answerable and unanswerable items; empty when none were run."""
+    abstention = [
+        (c, ds, a["abstention"]) for c, per in answers.items() for ds, a in per.items() if "abstention" in a
+    ]
+    if not abstention:
+        return []
+    lines = ["## Answerable vs unanswerable (95% Wilson CI)", ""]
+    lines += _table(
+        [
             "condition",
             "dataset",
-            "n",
-            "accuracy",
-            "95% CI",
-            "no answer",
-            "no evidence kept",
-            "s/item",
-        ]
-        lines += _table(header, _mcq_rows(metrics["mcq"]))
-        lines += [
-            "no evidence kept: RAG items whose passages all fell below the evidence threshold "
-            "(answered without sources); 0 when the run gives every item k passages.",
-            "",
-        ]
-    if metrics["paired_vs_closed_book"]:
-        lines += ["## RAG vs closed-book (paired)", ""]
-        header = [
-            "condition",
-            "dataset",
-            "n",
-            "closed-book",
-            "RAG",
-            "diff (95% bootstrap CI)",
-            "McNemar p",
-            "harm",
-            "help",
-            "leaked",
-        ]
-        lines += _table(header, _paired_rows(metrics["paired_vs_closed_book"]))
-        lines += _paired_notes(metrics["paired_vs_closed_book"])
-    if metrics["retrieval"]:
-        lines += ["## Retrieval", ""]
-        rows = [
+            "answered (answerable)",
+            "abstained (unanswerable)",
+            "answered (unanswerable)",
+            "citation precision shown",
+            "citation precision generated",
+        ],
+        [
             [
-                cond,
+                c,
                 ds,
-                m["n"],
-                *(f"{m.get(k, float('nan')):.3f}" for k in RETRIEVAL_METRICS),
-                m["median_seconds_per_query"],
+                *(
+                    _rate_cell(a[k])
+                    for k in (
+                        "answered_when_answerable",
+                        "abstained_when_unanswerable",
+                        "answered_when_unanswerable",
+                    )
+                ),
+                _num(a["citation_precision_shown"]),
+                _num(a["citation_precision_generated"]),
             ]
-            for cond, per in metrics["retrieval"].items()
-            for ds, m in per.items()
-        ]
-        lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
-    if metrics.get("answers"):
-        lines += ["## Free-text answers (judged by the run's model; NaN items excluded and counted)", ""]
-        rows = []
-        for cond, per in metrics["answers"].items():
-            for ds, a in per.items():
-                for m, v in a["metrics"].items():
-                    reasons = ", ".join(f"{k} {n}" for k, n in v["reasons"].items()) or "–"
-                    mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
-                    rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
-        lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
-        abstention = [
-            (c, ds, a["abstention"])
-            for c, per in metrics["answers"].items()
-            for ds, a in per.items()
-            if "abstention" in a
-        ]
-        if abstention:
-            lines += ["## Answerable vs unanswerable (95% Wilson CI)", ""]
-            lines += _table(
-                [
-                    "condition",
-                    "dataset",
-                    "answered (answerable)",
-                    "abstained (unanswerable)",
-                    "answered (unanswerable)",
-                    "citation precision shown",
-                    "citation precision generated",
-                ],
-                [
-                    [
-                        c,
-                        ds,
-                        *(
-                            _rate_cell(a[k])
-                            for k in (
-                                "answered_when_answerable",
-                                "abstained_when_unanswerable",
-                                "answered_when_unanswerable",
-                            )
-                        ),
-                        _num(a["citation_precision_shown"]),
-                        _num(a["citation_precision_generated"]),
-                    ]
-                    for c, ds, a in abstention
-                ],
-            )
-    lines += robustness_lines(metrics.get("robustness") or {})
-    lines += ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
-    item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in metrics["item_seconds"].items()]
+            for c, ds, a in abstention
+        ],
+    )
+    return lines
+
+
+def _cost_section(item_seconds: dict[str, Any], cost: dict[str, Any]) -> list[str]:
+    """Item seconds over the whole run, then this session's wall time and model calls."""
+    lines = ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
+    item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in item_seconds.items()]
     lines += _table(["condition", "items", "item seconds", "s/item"], item_rows)
     lines += ["This session (items already recorded were skipped):", ""]
     cost_rows = [
-        [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]]
-        for c, v in metrics["cost"].items()
+        [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]] for c, v in cost.items()
     ]
     lines += _table(["condition", "items", "wall s", "model calls", "cache hits"], cost_rows)
+    return lines
+
+
+def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]) -> str:
+    lines = [f"# Evaluation run `{name}`", ""]
+    if metrics["mcq"]:
+        lines += _mcq_section(metrics["mcq"])
+    if metrics["paired_vs_closed_book"]:
+        lines += _paired_section(metrics["paired_vs_closed_book"])
+    if metrics["retrieval"]:
+        lines += _retrieval_section(metrics["retrieval"])
+    if metrics.get("answers"):
+        lines += _answers_section(metrics["answers"])
+    lines += robustness_lines(metrics.get("robustness") or {})
+    lines += _cost_section(metrics["item_seconds"], metrics["cost"])
     for figure in figures:
         if figure is not None:
             lines += [f"![{figure.stem}]({figure.name})", ""]

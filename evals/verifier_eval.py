@@ -184,6 +184,37 @@ def _paired(rows: Sequence[dict[str, Any]], report: dict[str, Any]) -> dict[str,
     )
 
 
+def _with_judge(
+    paths: Paths,
+    embedder: Any,
+    pairs: Sequence[SupportPair],
+    heuristic: Sequence[PairSupport],
+    judge_pairs: int,
+    seed: int,
+    dev_threshold: float,
+) -> tuple[dict[int, PairSupport], dict[str, Any]]:
+    """Rescore a stratified sample of test pairs with the default profile's LLM judge: the judged
+    scores by pair index, and the sample's summaries (heuristic, with judge, judge alone)."""
+    from rag.assemble import make_generator
+    from rag.profile import load_profile
+
+    generator = make_generator(load_profile("default").generator, paths)
+    sample = judge_sample(pairs, judge_pairs, seed)
+    with_judge = score_all(
+        SupportVerifier(embedder, judge=generator),
+        [pairs[i] for i in sample],
+        "verifier (with LLM judge)",
+    )
+    judged = dict(zip(sample, with_judge, strict=True))
+    sampled = [pairs[i] for i in sample]
+    summaries = {
+        "heuristic": summarise(sampled, [heuristic[i].heuristic for i in sample], dev_threshold),
+        "with_judge": summarise(sampled, [s.support for s in with_judge], None),
+        "judge_alone": summarise(sampled, [s.judge or 0.0 for s in with_judge], None),
+    }
+    return judged, summaries
+
+
 def run(
     paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int, model: Path | None
 ) -> dict[str, Any]:
@@ -214,23 +245,9 @@ def run(
     dev_threshold = report["heuristic"]["dev_threshold_for_recall_0.80"]
     judged: dict[int, PairSupport] = {}
     if judge_pairs:
-        from rag.assemble import make_generator
-        from rag.profile import load_profile
-
-        generator = make_generator(load_profile("default").generator, paths)
-        sample = judge_sample(pairs, judge_pairs, seed)
-        with_judge = score_all(
-            SupportVerifier(embedder, judge=generator),
-            [pairs[i] for i in sample],
-            "verifier (with LLM judge)",
+        judged, report["with_judge_sample"] = _with_judge(
+            paths, embedder, pairs, heuristic, judge_pairs, seed, dev_threshold
         )
-        judged = dict(zip(sample, with_judge, strict=True))
-        sampled = [pairs[i] for i in sample]
-        report["with_judge_sample"] = {
-            "heuristic": summarise(sampled, [heuristic[i].heuristic for i in sample], dev_threshold),
-            "with_judge": summarise(sampled, [s.support for s in with_judge], None),
-            "judge_alone": summarise(sampled, [s.judge or 0.0 for s in with_judge], None),
-        }
     report["seconds"] = round(time.perf_counter() - started, 1)
     command = (
         f"python -m evals.verifier_eval --out {out} --judge-pairs {judge_pairs} --seed {seed}"

@@ -42,6 +42,22 @@ def _index_commands(sub: Sub) -> None:
         dest="action", required=True
     )
     build = index.add_parser("build", help="build an index from one or more sources")
+    _index_build_args(build)
+    _add_index_args(build)
+
+    info = index.add_parser("info", help="show an index's manifest summary")
+    info.add_argument("--verify", action="store_true", help="also check every file's sha256")
+    info.add_argument("--json", action="store_true")
+    _add_index_args(info)
+
+    seed = index.add_parser(
+        "seed-cache", help="copy built indexes' vectors into the embedding cache, so new builds reuse them"
+    )
+    seed.add_argument("--name", action="append", help="an index to copy from (repeatable; default: all)")
+
+
+def _index_build_args(build: argparse.ArgumentParser) -> None:
+    """The options of ``medcite index build``: sources, index kinds, chunking and the Ray engine."""
     build.add_argument(
         "--source",
         action="append",
@@ -86,17 +102,6 @@ def _index_commands(sub: Sub) -> None:
     )
     build.add_argument("--workers", type=int, help="embedder actors with --engine ray (default 1)")
     build.add_argument("--shards", type=int, default=1, help="BM25 and dense shards (default 1: unsharded)")
-    _add_index_args(build)
-
-    info = index.add_parser("info", help="show an index's manifest summary")
-    info.add_argument("--verify", action="store_true", help="also check every file's sha256")
-    info.add_argument("--json", action="store_true")
-    _add_index_args(info)
-
-    seed = index.add_parser(
-        "seed-cache", help="copy built indexes' vectors into the embedding cache, so new builds reuse them"
-    )
-    seed.add_argument("--name", action="append", help="an index to copy from (repeatable; default: all)")
 
 
 def _query_commands(sub: Sub) -> None:

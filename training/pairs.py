@@ -23,7 +23,7 @@ import hashlib
 import json
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,25 @@ def bioasq_training_questions(source_data: Path, held_out: HeldOut, stats: PairS
     return kept
 
 
+def _validation_record(qid: str, question: str, hits: Sequence[Any], gold: set[str]) -> dict[str, Any]:
+    """A validation question with its ranked candidate passages, each labelled by its gold document."""
+    return {
+        "qid": qid,
+        "question": question,
+        "candidates": [
+            {
+                "chunk_id": h.chunk.chunk_id,
+                "doc_id": h.chunk.doc_id,
+                "rank": n,
+                "passage": passage_text(h.chunk),
+                "label": int(h.chunk.doc_id in gold),
+            }
+            for n, h in enumerate(hits, start=1)
+        ],
+        "gold": sorted(gold),
+    }
+
+
 def bioasq_pairs(
     rows: list[dict[str, Any]], index: Any, retriever: Any, config: PairConfig, stats: PairStats
 ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -104,24 +123,7 @@ def bioasq_pairs(
         split = split_of(qid, config.seed, config.validation_share)
         stats.questions[f"bioasq_{split}"] = stats.questions.get(f"bioasq_{split}", 0) + 1
         if split == "validation":
-            yield (
-                split,
-                {
-                    "qid": qid,
-                    "question": question,
-                    "candidates": [
-                        {
-                            "chunk_id": h.chunk.chunk_id,
-                            "doc_id": h.chunk.doc_id,
-                            "rank": n,
-                            "passage": passage_text(h.chunk),
-                            "label": int(h.chunk.doc_id in gold),
-                        }
-                        for n, h in enumerate(hits, start=1)
-                    ],
-                    "gold": sorted(gold),
-                },
-            )
+            yield split, _validation_record(qid, question, hits, gold)
             continue
         ranked_pos = [h.chunk for h in hits if h.chunk.doc_id in gold]
         ranked_ids = {x.chunk_id for x in ranked_pos}
