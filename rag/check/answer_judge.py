@@ -8,11 +8,14 @@ answer restates the question in words its passage does not use, and a wrong answ
 sentence its passage does support that answers something else. The generator, shown the
 passage, the question and the sentence, reads the three together.
 
-The chat is three turns: the passage (title, section path, plain text) and the question; a
-fixed acknowledgement; then the sentence and the question to judge. The generator reuses the
-turns before the last from its KV cache (``LlamaCppGenerator._fixed_prefix``), so the second and
-later sentences citing one passage cost their own few tokens, not the passage again; the split
-depends on the prompt alone, so a judgement is the same in any order or process.
+The chat is one question after the system turn: the passage (title, section path, plain text),
+the question, the proposed answer, and "does the passage state this answer to the question, with
+the same numbers?". On the dev part's generated sentences this reads better than the same words
+split over three turns (passage and question first, the sentence in a later turn, so that the
+passage's turns could be reused from the KV cache): ROC AUC 0.80 against 0.64 on the same
+sentences (``docs/results/clinician/README.md``, fourth round). The generator still reuses the
+system turn from its KV cache; the split depends on the prompt alone, so a judgement is the
+same in any order or process.
 
 ``P(yes) = p(yes) / (p(yes) + p(no))`` over the first reply token (``rag.generate.yes_no``).
 A sentence is shown when, for a passage it cites, the rule checks pass (numbers, names, dose
@@ -37,21 +40,19 @@ log = logging.getLogger(__name__)
 
 PASSAGE_CHARS = 1500  # the passage's first characters shown to the judge (about 350 tokens)
 SYSTEM = "You check answers to clinical questions against a source passage. Answer with one word: yes or no."
-READ = "Passage:\n{passage}\n\nQuestion: {question}"
-ACK = "I have read the passage and the question."
-ASK = "Proposed answer: {claim}\n\nDoes the passage state this answer to the question, with the same numbers?"
+ASK = (
+    "Passage:\n{passage}\n\nQuestion: {question}\n\nProposed answer: {claim}\n\n"
+    "Does the passage state this answer to the question, with the same numbers? "
+)
 
 
 def judge_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
-    """The judge's chat for one (question, sentence, passage); the first three turns depend on
-    the passage and the question only, so they are shared by every sentence citing it."""
+    """The judge's chat for one (question, sentence, passage)."""
     title = heading(chunk)
     passage = (f"{title}\n" if title else "") + cut_at_word(plain_text(chunk.text), PASSAGE_CHARS)
     return [
         Message("system", SYSTEM),
-        Message("user", READ.format(passage=passage, question=question)),
-        Message("assistant", ACK),
-        Message("user", ASK.format(claim=claim)),
+        Message("user", ASK.format(passage=passage, question=question, claim=claim)),
     ]
 
 
@@ -69,13 +70,11 @@ class AnswerJudge:
         self.floor = floor
 
     def probabilities(self, question: str, pairs: Sequence[tuple[str, Chunk]]) -> list[float]:
-        """P(yes) for each ``(sentence, passage)``; pairs citing one passage are asked one after
-        another so its turns are evaluated once. A judge that fails, or gives neither answer any
-        probability, counts as "no": a sentence nobody judged is not shown."""
+        """P(yes) for each ``(sentence, passage)``, in input order. A judge that fails, or gives
+        neither answer any probability, counts as "no": a sentence nobody judged is not shown."""
         out = [0.0] * len(pairs)
-        order = sorted(range(len(pairs)), key=lambda i: (pairs[i][1].chunk_id, i))
-        for i in order:
-            messages = judge_messages(question, *pairs[i])
+        for i, (claim, chunk) in enumerate(pairs):
+            messages = judge_messages(question, claim, chunk)
             try:
                 logprobs = self.generator.next_token_logprobs(messages, CANDIDATES)
             except GeneratorError as exc:

@@ -8,8 +8,8 @@ Exact prefix reuse (``settle_prefix``): llama.cpp's own reuse keeps whatever pre
 prompt shared with this one, so the split between cached and newly evaluated tokens, and with it
 the floating-point sums, depended on the previous item (issue 16 saw a near-tie of option
 probabilities flip in 20 items). Only the *fixed* prefix of a prompt (its turns before the last:
-the system turn every question shares, or an answer judge's passage and question, shared by the
-sentences it judges) is reused here, and it is always evaluated alone from position 0, so a
+the system turn every question and every answer judgement shares, or a chat's earlier turns)
+is reused here, and it is always evaluated alone from position 0, so a
 prompt's logits are the same bytes whatever came before it, in any process.
 """
 

@@ -27,20 +27,23 @@ class ClaimJudge:
 
     def next_token_logprobs(self, messages, candidates):
         self.asked.append(list(messages))
-        claim = messages[-1].content.split("\n")[0].removeprefix("Proposed answer: ")
+        claim = messages[-1].content.split("Proposed answer: ")[1].split("\n")[0]
         if claim in self.fail:
             raise GeneratorTimeout("judge timed out")
         p = self.p_yes[claim]
         return {"yes": math.log(p), "no": math.log(1 - p)}
 
 
-def test_the_passage_and_question_turns_do_not_depend_on_the_sentence():
+def test_one_turn_shows_the_passage_then_the_question_then_the_sentence():
     first = judge_messages(QUESTION, "Reduce to 2.5 mg BID.", chunk(DOAC))
     second = judge_messages(QUESTION, "Apixaban 5 mg BID.", chunk(DOAC))
-    assert first[:-1] == second[:-1] and first[-1] != second[-1]
-    assert [m.role for m in first] == ["system", "user", "assistant", "user"]
-    assert QUESTION in first[1].content and DOAC.split(".")[0] in first[1].content
-    assert "Reduce to 2.5 mg BID." in first[-1].content
+    assert [m.role for m in first] == ["system", "user"]
+    assert first[0] == second[0] and first[1] != second[1]  # only the system turn is shared
+    text = first[1].content
+    passage, question, claim = (
+        text.index(s) for s in (DOAC.split(".")[0], QUESTION, "Reduce to 2.5 mg BID.")
+    )
+    assert passage < question < claim and text.rstrip().endswith("with the same numbers?")
 
 
 def test_a_long_passage_is_cut_at_a_word_boundary_never_inside_a_number():
@@ -49,13 +52,12 @@ def test_a_long_passage_is_cut_at_a_word_boundary_never_inside_a_number():
     assert "1234" not in shown and shown.endswith("word")
 
 
-def test_sentences_citing_one_passage_are_asked_together_and_a_failure_counts_as_no():
+def test_each_pair_is_asked_in_order_and_a_failure_counts_as_no():
     judge = ClaimJudge({"a": 0.9, "b": 0.2, "c": 0.7}, fail=("c",))
     one, two = chunk(DOAC, n=1), chunk("Heparin.", n=2)
     p = AnswerJudge(judge, 0.5).probabilities(QUESTION, [("a", one), ("b", two), ("c", one)])
     assert p == pytest.approx([0.9, 0.2, 0.0])
-    passages = [m[1].content for m in judge.asked]
-    assert passages[0] == passages[1] != passages[2]  # both sentences of passage 1 first
+    assert ["Heparin." in m[1].content for m in judge.asked] == [False, True, False]
 
 
 @pytest.mark.parametrize("threshold", [-0.1, 1.5])

@@ -253,9 +253,9 @@ def test_fingerprint_hashes_a_file_without_sidecar(gguf):
     assert LlamaCppGenerator(gguf).fingerprint()["sha256"] == hashlib.sha256(b"GGUF tiny").hexdigest()
 
 
-def test_a_judges_passage_turns_are_reused_and_split_by_the_prompt_alone(fake_llama, gguf):
-    """The turns before the last are the fixed prefix: a judge asked about two sentences of one
-    passage evaluates the passage once; another passage is evaluated from position 0."""
+def test_a_chats_earlier_turns_are_reused_and_split_by_the_prompt_alone(fake_llama, gguf):
+    """The turns before the last are the fixed prefix: two chats sharing their earlier turns
+    evaluate them once; a chat with other earlier turns is evaluated from position 0."""
     gen = LlamaCppGenerator(gguf, threads=1)
 
     def chat(passage: str, claim: str) -> list[Message]:
