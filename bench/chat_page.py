@@ -5,8 +5,8 @@
 2. Display delay, over ``--asks`` questions: from the moment the network read that carried the
    API's first content token resolved in the page (mark ``medcite:first-token-received``) to the
    animation frame in which that token is in the DOM (mark ``medcite:first-token-shown``). The
-   server is the browser tests' (tests/browser/chat_support.py: real BM25 index, scripted model
-   streaming two sentences), because what is measured is the page, not the model.
+   server is the browser tests' (bench/live_chat.py: real BM25 index, scripted model streaming
+   two sentences), because what is measured is the page, not the model.
 Targets: under 300 KB of assets and under 1 s of display delay.
 
     python bench/chat_page.py [--asks 20]     # writes docs/results/bench/chat_page.json
@@ -23,7 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import summarize, write_result
-from tests.browser.chat_support import (
+from bench.live_chat import (
     INSTALL,
     QUESTION,
     REPLY,

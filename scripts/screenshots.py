@@ -1,7 +1,7 @@
 """Screenshots of the chat page's states for the README, taken in headless Chromium.
 
-Uses the browser tests' live server (a real BM25 index, a scripted model: tests/browser/
-chat_support.py), so the pictures show the page as the tests check it, not a mock-up.
+Uses the browser tests' live server (a real BM25 index, a scripted model: bench/live_chat.py),
+so the pictures show the page as the tests check it, not a mock-up.
 
     .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/*.png
     medcite serve &  # the real chain (default profile, local model), then:
@@ -23,9 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.api.support import KEY
-from tests.browser.chat_support import (
+from bench.live_chat import (
     INSTALL,
+    KEY,
     REPLY,
     SECOND,
     UNSUPPORTED,

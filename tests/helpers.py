@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from bench.scripted import ScriptedVerifier as ScriptedVerifier  # its home since bench uses it too
 from core.errors import GeneratorTimeout
 from core.types import Chunk, Document, Generation, Hit
 from corpora.sources.base import DocumentBuilder
@@ -157,44 +158,6 @@ class LetterModel:
 
 def all_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
-
-
-class ScriptedVerifier:
-    """A stand-in for ``SupportVerifier``: every cited sentence scores 0.9 against each passage it
-    cites, except those whose claim contains one of ``unsupported`` (0.1), and those whose claim
-    contains a phrase of ``only_from`` against passages not listed for it (0.1). Records the
-    claims it was asked about, call by call."""
-
-    def __init__(
-        self,
-        unsupported: Sequence[str] = (),
-        threshold: float = 0.5,
-        only_from: dict[str, Sequence[int]] | None = None,
-    ) -> None:
-        self.unsupported = tuple(unsupported)
-        self.only_from = dict(only_from or {})
-        self.threshold = threshold
-        self.uses_generator = False
-        self.calls: list[list[str]] = []
-
-    def _value(self, claim: str, marker: int) -> float:
-        if any(phrase in claim for phrase in self.unsupported):
-            return 0.1
-        if any(phrase in claim and marker not in ks for phrase, ks in self.only_from.items()):
-            return 0.1
-        return 0.9
-
-    def score_sentences(self, sentences, sources, question=None):
-        from core.types import SentenceSupport
-
-        self.calls.append([s.claim for s in sentences])
-        out = []
-        for s in sentences:
-            by_marker = {k: self._value(s.claim, k) for k in s.markers}
-            support = max(by_marker.values(), default=0.0)
-            supported = bool(s.markers) and support >= self.threshold
-            out.append((SentenceSupport(s.claim, s.markers, support, supported), by_marker))
-        return out
 
 
 class WordGenerator:

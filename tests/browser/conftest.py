@@ -1,6 +1,5 @@
 """Fixtures for the chat page's browser tests: a real headless Chromium against a live server
-(tests/browser/chat_support.py). Without chromium or playwright the tests skip, saying how to
-install them."""
+(bench/live_chat.py). Without chromium or playwright the tests skip, saying how to install them."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from core.paths import Paths
-from tests.browser.chat_support import (
+from bench.live_chat import (
     INSTALL,
     REPLY,
     Served,
@@ -19,6 +17,7 @@ from tests.browser.chat_support import (
     launch_chromium,
     serve,
 )
+from core.paths import Paths
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.support import KEY
-from tests.browser.chat_support import REPLY, ask, serve, wait_for_answer
+from bench.live_chat import KEY, REPLY, ask, serve, wait_for_answer
 
 
 @pytest.fixture(scope="module")

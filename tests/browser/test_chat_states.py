@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.live_chat import REPLY, SECOND, UNSUPPORTED, ask, serve, wait_for_answer
 from core.errors import GeneratorError
-from tests.browser.chat_support import REPLY, SECOND, UNSUPPORTED, ask, serve, wait_for_answer
 
 
 def test_an_abstention_says_so_and_shows_no_citations(chat, page):

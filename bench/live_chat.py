@@ -1,28 +1,40 @@
-"""A live medcite server and a headless Chromium for the chat page, shared by the browser tests,
-scripts/screenshots.py and bench/chat_page.py.
+"""A live medcite server and a headless Chromium for the chat page, shared by bench/chat_page.py,
+scripts/screenshots.py, the browser tests (tests/browser/) and the API tests (tests/api/support.py).
 
-The server is tests/api/support.py's: a real BM25 index and a scripted model whose replies,
-timing and failures the caller controls. The index holds six open-medicine guideline sections
-plus one user document whose title and text carry HTML (an ``<img onerror>`` and a ``<script>``):
-the page must show them as text. Chromium is Debian's package, launched by path (playwright
-cannot download its own browsers here).
+The server is the real app under uvicorn on a free loopback port, with a real BM25 index and a
+scripted model (bench/scripted.py) whose replies, timing and failures the caller controls: the
+HTTP server, routing, auth, limits, queue, streaming and the page are the subject, not the model.
+:func:`build_index` makes an index of six open-medicine guideline sections plus one user document
+whose title and text carry HTML (an ``<img onerror>`` and a ``<script>``): the page must show them
+as text. Chromium is Debian's package, launched by path (playwright cannot download its own
+browsers here).
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from api.settings import ApiSettings
-from core.paths import Paths
-from rag.indexing import build_from_cli
-from tests.api.support import ScriptedGenerator, live_server, scripted_assembler
-from tests.helpers import ScriptedVerifier
+import uvicorn
 
+from api.main import create_app
+from api.settings import ApiSettings
+from bench.scripted import ScriptedGenerator, ScriptedVerifier
+from core.paths import Paths
+from rag.assemble import Assembled
+from rag.indexing import build_from_cli, open_index
+from rag.pipeline import Pipeline, PipelineSettings
+from rag.profile import Profile
+from rag.rerank.identity import IdentityReranker
+from rag.retrieve.lexical import Bm25Retriever
+
+KEY = "test-key-0123456789abcdef"
 QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
 REPLY = "The CHA2DS2-VASc score guides anticoagulation in atrial fibrillation [1]."
 SECOND = "Men with a score of 2 or more should receive oral anticoagulation [1]."
@@ -40,6 +52,58 @@ INSTALL = (
     "`apt-get install chromium` (scripts/setup.sh does it when run as root) and "
     "`pip install -e '.[dev]'`"
 )
+
+
+class RecordingRetriever(Bm25Retriever):
+    """The real BM25 retriever, remembering the search texts it was given."""
+
+    def __init__(self, index: Any) -> None:
+        super().__init__(index)
+        self.queries: list[str] = []
+
+    def retrieve(self, query, k, filters=None):
+        self.queries.append(query)
+        return super().retrieve(query, k, filters)
+
+
+def scripted_assembler(paths: Paths, generator: ScriptedGenerator, verifier: ScriptedVerifier | None = None):
+    """Pipelines over the real BM25 index with the scripted model; the verifier supports every
+    cited sentence unless given one that does not (the support gate runs as in production)."""
+
+    def assemble(profile: Profile) -> Assembled:
+        index, _ = open_index(paths, profile.index, with_embedder=False)
+        settings = PipelineSettings(threshold=None, keep=3, max_tokens=profile.generator.max_tokens)
+        pipeline = Pipeline(
+            RecordingRetriever(index),
+            IdentityReranker(),
+            generator,
+            verifier=verifier or ScriptedVerifier(),
+            settings=settings,
+        )
+        return Assembled(pipeline=pipeline, index=index, profile=profile)
+
+    return assemble
+
+
+@contextmanager
+def live_server(settings: ApiSettings, assembler: Any = None) -> Iterator[tuple[str, Any]]:
+    """Run the app under uvicorn on a free loopback port; yields (base_url, app)."""
+    app = create_app(settings, assembler=assembler)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the live server did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 def find_chromium() -> str | None:
