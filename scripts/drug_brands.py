@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import bz2
 import csv
-import hashlib
 import io
 import pickle  # the package's data, hash-checked and read by DataOnlyUnpickler (tests/unit/test_no_pickle.py)
 import subprocess
@@ -24,6 +23,8 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from indexes.files import sha256_file
 
 PACKAGE = "drug-named-entity-recognition==2.0.9"
 WHEEL_SHA256 = "dc0c9cb4487b4cd31c123f941cd9d5edfc55facdb280ab65e7b2cd08d3fd391c"
@@ -104,7 +105,7 @@ def data_only(raw: bytes) -> object:
 
 def dictionary(wheel: Path) -> dict[str, list[str]]:
     """The package's brand or synonym -> generic names map, after checking the wheel's hash."""
-    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    digest = sha256_file(wheel)
     if digest != WHEEL_SHA256:
         raise SystemExit(f"{wheel}: sha256 {digest} is not the pinned {WHEEL_SHA256}; refusing to unpickle")
     with zipfile.ZipFile(wheel) as zf:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import SourceError
+from indexes.files import sha256_file
 
 NAME = "clinician-default"
 INDEX = "default"
@@ -69,7 +70,7 @@ def part_of(group: str) -> Part:
 
 
 def file_sha256(path: Path = QUESTIONS_FILE) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return sha256_file(path)
 
 
 def load_clinician(path: Path = QUESTIONS_FILE, part: Part | None = None) -> list[ClinicianItem]:
