@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evals.stats import mcnemar_exact
+from evals.metrics.stats import mcnemar_exact
 
 
 def _modes(run: Path) -> dict[str, dict[str, tuple[bool, str]]]:

@@ -37,9 +37,9 @@ from typing import Any
 
 from core.paths import Paths
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, load_clinician, outcome
-from evals.generation_cache import CachingGenerator
+from evals.engine.generation_cache import CachingGenerator
 from evals.metrics.choice import wilson_interval
-from evals.stats import mcnemar_exact
+from evals.metrics.stats import mcnemar_exact
 from rag.assemble import assemble, make_generator
 from rag.check.rules import SWITCHES, GateRules
 from rag.pipeline import Pipeline

@@ -46,7 +46,7 @@ def load() -> list[float]:
 def prepare(n: int) -> tuple[Any, Any]:
     """A fresh work folder with a BM25 index, and the eval config."""
     from core.paths import Paths
-    from evals.config import EvalConfig
+    from evals.engine.config import EvalConfig
     from rag.indexing import build_from_cli
 
     shutil.rmtree(WORK, ignore_errors=True)
@@ -115,8 +115,8 @@ def servers(model: Path, ports: tuple[int, ...]) -> Any:
 
 
 def measure(name: str, config: Any, paths: Any, engine: Any) -> dict[str, Any]:
+    from evals.engine.runner import run_eval
     from evals.records import read_records
-    from evals.runner import run_eval
 
     before = load()
     start = time.perf_counter()
@@ -171,7 +171,7 @@ def main() -> None:
     runs = [r for r in args.runs.split(",") if r]
 
     from core.paths import Paths
-    from evals.engine_ray import RayEngine
+    from evals.engine.engine_ray import RayEngine
     from rag.generate.models import DEFAULT_GENERATOR, model_path
     from rag.profile import PROFILES_DIR
 

@@ -36,7 +36,7 @@ from tqdm import tqdm
 from bench.reranker_heldout import DEPTH, bioasq_11b, bioasq_validation, liveqa
 from core.paths import Paths
 from evals.metrics.retrieval import ndcg_at_k
-from evals.stats import paired_bootstrap_mean_diff
+from evals.metrics.stats import paired_bootstrap_mean_diff
 from rag.indexing import make_retriever, open_index
 from rag.rerank.evidence import passage_text
 from training.calibrate import fit_logistic

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from core.paths import Paths
 from core.types import Hit
 from evals.metrics.retrieval import condensed, judged_at_k, ndcg_at_k, recall_at_k, reciprocal_rank
-from evals.stats import paired_bootstrap_mean_diff
+from evals.metrics.stats import paired_bootstrap_mean_diff
 from rag.indexing import make_retriever, open_index
 from rag.retrieve.fusion import weighted_score_fusion
 from training.calibrate import reliability

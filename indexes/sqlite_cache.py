@@ -1,8 +1,8 @@
 """The one on-disk cache mechanism: a ``key -> value`` table in one sqlite file (stdlib, no pickle).
 
 Every cache medcite keeps goes through :class:`SqliteCache`: the llm reranker's scores
-(``rag/rerank/cache.py``), eval generations (``evals/generation_cache.py``), judge calls
-(``evals/judge_cache.py``) and embedding vectors (``indexes/embedding_cache.py``). Each keeps its
+(``rag/rerank/cache.py``), eval generations (``evals/engine/generation_cache.py``), judge calls
+(``evals/engine/judge_cache.py``) and embedding vectors (``indexes/embedding_cache.py``). Each keeps its
 own table, columns and value encoding (a :class:`Table` and a :class:`Codec`), so the files that
 existed before this module still open with the same keys and values.
 

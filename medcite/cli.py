@@ -211,9 +211,9 @@ def _eval_engine_args(run: argparse.ArgumentParser) -> None:
 
 
 def _eval_engine(args: argparse.Namespace) -> Any:
-    """The ``--engine`` flags as an ``evals.engine_ray.RayEngine`` (None: the local engine)."""
+    """The ``--engine`` flags as an ``evals.engine.engine_ray.RayEngine`` (None: the local engine)."""
     from core.errors import ConfigError
-    from evals.engine_ray import RayEngine
+    from evals.engine.engine_ray import RayEngine
 
     if args.engine == "local":
         if args.server or args.address:
@@ -470,7 +470,7 @@ def _raise_interrupt(signum: int, frame: object) -> None:
 def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
     import signal
 
-    from evals.runner import run_eval
+    from evals.engine.runner import run_eval
 
     # A scheduler or `kill` stops a run with SIGTERM (and a background job ignores SIGINT): end it
     # like Ctrl-C, so the manifest records the session; finished items are on disk either way.
@@ -488,9 +488,9 @@ def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
 def _run_config(args: argparse.Namespace) -> Any:
     """The config file, or the one ``--dataset`` flags describe (exactly one of the two)."""
     from core.errors import ConfigError
-    from evals.config import load_config
     from evals.datasets.user_files import parse_columns
-    from evals.quick_config import config_for_datasets
+    from evals.engine.config import load_config
+    from evals.engine.quick_config import config_for_datasets
 
     if (args.config is None) == (not args.dataset):
         raise ConfigError("give either a config file or --dataset SPEC (one or more), not both or neither")
@@ -505,7 +505,7 @@ def _run_config(args: argparse.Namespace) -> Any:
 
 def _cmd_eval_validate(args: argparse.Namespace, paths: Paths) -> int:
     from evals.datasets.user_files import parse_columns
-    from evals.validate import validate_dataset
+    from evals.engine.validate import validate_dataset
 
     result = validate_dataset(args.dataset, paths, parse_columns(",".join(args.columns or [])))
     print(result.text)
@@ -513,14 +513,14 @@ def _cmd_eval_validate(args: argparse.Namespace, paths: Paths) -> int:
 
 
 def _cmd_eval_report(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.runner import report_run
+    from evals.engine.runner import report_run
 
     print(f"report: {report_run(args.run_dir, paths)}")
     return 0
 
 
 def _cmd_eval_leakage(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.leakage_run import format_report, leakage_report
+    from evals.leakage.run import format_report, leakage_report
 
     report = leakage_report(
         paths,
@@ -542,14 +542,14 @@ def _cmd_eval_leakage(args: argparse.Namespace, paths: Paths) -> int:
 
 
 def _cmd_eval_compare(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.compare import compare_runs
+    from evals.engine.compare import compare_runs
 
     print(compare_runs(args.run_a, args.run_b, markdown=args.markdown))
     return 0
 
 
 def _cmd_eval_import(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.reference import import_reference
+    from evals.studies.reference.predictions import import_reference
 
     for folder in import_reference(paths, args.out or paths.data_dir / "runs" / "mirage"):
         print(folder)

@@ -206,7 +206,7 @@ def written_answer(prompt: str) -> str:
 def mcq_run_config(name: str, *, seed: int, **changes: Any) -> Any:
     """A small eval config: 5 MedQA + 3 PubMedQA items, closed-book and BM25 top 1 and 2 on the
     ``default`` index, profile ``fast``; ``changes`` replace top-level fields."""
-    from evals.config import EvalConfig
+    from evals.engine.config import EvalConfig
 
     grid = {"index": ["default"], "mode": ["bm25"], "rerank": ["none"], "k": [1, 2], "closed_book": True}
     raw = {

@@ -4,12 +4,12 @@ Questions, split by question and year so nothing evaluated is trained on:
 
 - **train**: BioASQ Task 7B-10B questions minus every held-out evaluation question
   (``training.leakage``: MIRAGE bioasq, BioASQ 11B, LiveQA, PubMedQA PQA-L), minus duplicated
-  texts, minus the questions of the support set's dev split (``evals.support_set``, which
+  texts, minus the questions of the support set's dev split (``evals.datasets.support_set``, which
   chooses the threshold). ``tests/unit/training/test_support_training.py`` asserts no overlap.
 - **dev**: the support set's dev split; picks the epoch, fits the calibration and the threshold;
-- **test** (BioASQ 11B) is never read here; ``python -m evals.verifier_eval`` reports on it.
+- **test** (BioASQ 11B) is never read here; ``python -m evals.studies.verifier`` reports on it.
 
-Training pairs per claim (a claim is an ideal-answer sentence, as in ``evals.support_set``),
+Training pairs per claim (a claim is an ideal-answer sentence, as in ``evals.datasets.support_set``),
 each against one window of a passage (``rag.check.support_model.windows``):
 
 - ``own`` (1): the window of its own gold passage sharing most content words with it;
@@ -21,13 +21,13 @@ each against one window of a passage (``rag.check.support_model.windows``):
   set adds it after the first);
 - ``direction`` (0): a direction word flipped, from a training-only word list
   (:data:`TRAIN_DIRECTIONS`: elevated/reduced, enhances/impairs, ...) that shares no word with
-  the test rule's list (``evals.support_set``: increases/decreases, dominant/recessive, ...),
+  the test rule's list (``evals.datasets.support_set``: increases/decreases, dominant/recessive, ...),
   so the test split's ``antonym`` pairs measure whether the model learned what a flipped
   direction means or only which words were flipped;
 - ``entity`` (0): the question's exact answer swapped for another train question's.
 
 Claims come from every ideal answer of a train question (most have one; some up to 15), the
-dev and test splits use the first only, as ``evals.support_set`` does.
+dev and test splits use the first only, as ``evals.datasets.support_set`` does.
 
 Steps: pairs -> bottom layers cached (``training.fit.cache_bottom``) -> adapters trained
 (``training.fit.train``, checkpointed; a finished run is not cached again) -> calibration on
@@ -54,8 +54,7 @@ import numpy as np
 from core.errors import require
 from core.paths import Paths
 from evals.datasets.bioasq import normalise
-from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
-from evals.support_set import (
+from evals.datasets.support_set import (
     Question,
     SupportPair,
     build_pairs,
@@ -68,6 +67,7 @@ from evals.support_set import (
     read_questions,
     read_snippets,
 )
+from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
 from indexes.files import sha256_file
 from indexes.text import tokenize
 from training.calibrate import fit_logistic, reliability
@@ -129,13 +129,13 @@ TARGET_RECALL = 0.80
 class SupportConfig:
     seed: int = 13
     claims_per_question: int = 4  # per ideal answer
-    dev_questions: int = 300  # the support set's dev sample (evals.verifier_eval's default)
+    dev_questions: int = 300  # the support set's dev sample (evals.studies.verifier's default)
     window_tokens: int = 128
     rank: int = 16
     alpha: float = 32.0
 
 
-# --- training-only perturbations (the test split's rules are in evals.support_set) -------------
+# --- training-only perturbations (the test split's rules are in evals.datasets.support_set) -------------
 
 _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)")
 _AUXILIARY = re.compile(r"\b(is|are|was|were|can|could|may|might|should|will|would)\b", re.IGNORECASE)

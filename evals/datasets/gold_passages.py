@@ -1,6 +1,6 @@
 """The gold answer passages of multiple-choice items: the text a question was written from.
 
-Used by the leakage check (:mod:`evals.leakage`) to ask whether an index holds an item's answer
+Used by the leakage check (:mod:`evals.leakage.check`) to ask whether an index holds an item's answer
 passage near-verbatim. Per dataset (the base name: a perturbed copy ``medqa~drug-names`` looks up
 ``medqa``):
 

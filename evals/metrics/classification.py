@@ -1,6 +1,6 @@
 """Binary-decision metrics for scores against 0/1 labels: ROC-AUC, precision and recall.
 
-Pure functions over arrays; used to judge the support verifier (``evals.verifier_eval``), where
+Pure functions over arrays; used to judge the support verifier (``evals.studies.verifier``), where
 "positive" means "the passage supports the sentence" and a pair is accepted when its score is at
 or above the threshold.
 """

@@ -2,7 +2,7 @@
 
 Runs in ``.venv-ragas`` (``make ragas``) and imports nothing from medcite, so the package's own
 prompts, JSON schemas and formulas are what is measured. Input: samples JSONL, one object per line
-with ``id, question, answer, contexts[], reference`` (``evals/ragas_compare.py export`` writes it
+with ``id, question, answer, contexts[], reference`` (``evals/studies/ragas/compare.py export`` writes it
 from a medcite run). Output: one JSON line per sample, appended as each finishes, so a rerun skips
 the ids already written::
 

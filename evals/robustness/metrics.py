@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from evals.metrics.choice import wilson_interval
+from evals.metrics.stats import mcnemar_exact, paired_bootstrap_diff
 from evals.records import ItemRecord
 from evals.robustness import base_dataset
-from evals.stats import mcnemar_exact, paired_bootstrap_diff
 
 Key = tuple[str, str, str]  # (condition, dataset, qid)
 

@@ -16,7 +16,7 @@ sentence), each prefixed by the passage's heading; a pair's logit is the best wi
 ``P(supported) = sigmoid(a * logit + c * lexical + b)``, where ``lexical`` is the share of the
 claim's content words found in the passage (``rag.check.support_signals.lexical_coverage``,
 the heuristic's own signal) and ``a, c, b`` are fitted on the dev questions of
-``evals.support_set``: on dev, adding it raised precision at recall 0.80 from 0.705 to 0.727 and
+``evals.datasets.support_set``: on dev, adding it raised precision at recall 0.80 from 0.705 to 0.727 and
 caught more claims set against a same-topic passage (the model alone reads a fluent passage on
 the right topic as support more often than the heuristic does).
 

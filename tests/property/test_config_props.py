@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from api.settings import ApiSettings, load_settings
 from core.errors import ConfigError
-from evals.config import EvalConfig, load_config
+from evals.engine.config import EvalConfig, load_config
 from rag.profile import Profile, load_profile
 
 TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)

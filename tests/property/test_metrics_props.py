@@ -19,7 +19,7 @@ from evals.metrics.retrieval import (
     reciprocal_rank,
     score_run,
 )
-from evals.stats import mcnemar_exact, paired_bootstrap_diff, paired_counts
+from evals.metrics.stats import mcnemar_exact, paired_bootstrap_diff, paired_counts
 
 DOC = st.text(st.characters(exclude_categories=["Cs"]), max_size=4) | st.sampled_from("abcdefghij")
 K = st.integers(1, 30)

@@ -75,8 +75,8 @@ def build(data: Path, embedder: HashEmbedder):
 
 def run(data: Path, out: Path, model: SlowLetterModel):
     from core.paths import Paths
-    from evals.config import EvalConfig
-    from evals.runner import run_eval
+    from evals.engine.config import EvalConfig
+    from evals.engine.runner import run_eval
 
     paths = Paths.from_env().model_copy(update={"data_dir": data})
     return run_eval(EvalConfig.model_validate(EVAL_CONFIG), paths, out=out, progress=False, generator=model)

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 
 from core.paths import Paths
-from evals.config import EvalConfig
-from evals.engine_ray import RayEngine
+from evals.engine.config import EvalConfig
+from evals.engine.engine_ray import RayEngine
+from evals.engine.runner import run_eval
 from evals.records import read_records
-from evals.runner import run_eval
 from rag.indexing import build_from_cli
 from tests.ray_eval_support import LoggedModel, calls, per_node
 from tests.ray_support import multi_node_cluster

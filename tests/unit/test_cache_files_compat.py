@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from core.types import Generation, Message
-from evals.generation_cache import CachingGenerator
-from evals.judge_cache import CachedJudge, JudgeCache
+from evals.engine.generation_cache import CachingGenerator
+from evals.engine.judge_cache import CachedJudge, JudgeCache
 from indexes.embedding_cache import embed_cached
 from rag.generate.yes_no import NO, YES
 from rag.rerank.cache import ScoreCache
@@ -103,7 +103,7 @@ def test_new_score_cache_file_reads_the_old_way(tmp_path):
     conn.close()
 
 
-# -- evals/generation_cache.py --------------------------------------------------------------------
+# -- evals/engine/generation_cache.py --------------------------------------------------------------------
 
 
 def old_generation_key(method: str, messages: Sequence[Message], params: dict[str, Any]) -> str:
@@ -170,7 +170,7 @@ def test_a_corrupt_generation_cache_is_moved_aside_and_the_run_goes_on(tmp_path,
     assert aside.read_bytes().startswith(b"\x00not sqlite")
 
 
-# -- evals/judge_cache.py -------------------------------------------------------------------------
+# -- evals/engine/judge_cache.py -------------------------------------------------------------------------
 
 
 def test_old_judge_cache_file_answers_without_the_judge(tmp_path):

@@ -36,6 +36,18 @@ NEVER = {
     "indexes": ABOVE_PRODUCT | {"medcite", "api", "evals", "training", "rag", "corpora"},
     "core": ABOVE_PRODUCT | {"medcite", "api", "evals", "training", "rag", "corpora", "indexes"},
 }
+# The same rule between the parts of evals/ (and what training/ may read of it): datasets and
+# metrics are below the engine, the leakage check and the studies; robustness below the engine and
+# the leakage check; no study is imported by the engine or the leakage check. A key or a value is a
+# module or a package with everything under it.
+NEVER_INSIDE = {
+    "evals.datasets": {"evals.engine", "evals.leakage", "evals.studies"},
+    "evals.metrics": {"evals.engine", "evals.leakage", "evals.studies"},
+    "evals.robustness": {"evals.engine", "evals.leakage", "evals.studies"},
+    "evals.engine": {"evals.studies"},
+    "evals.leakage": {"evals.studies"},
+    "training": {"evals.engine", "evals.leakage", "evals.studies"},
+}
 # Calls that import the module named by their first argument.
 DYNAMIC_IMPORTS = {"importlib.import_module", "import_module", "__import__"}
 
@@ -138,13 +150,27 @@ def test_cycles_are_found() -> None:  # the check above can fail
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def under(name: str, package: str) -> bool:
+    """``name`` is ``package`` or a module inside it."""
+    return name == package or name.startswith(package + ".")
+
+
+def never_inside(name: str, target: str) -> bool:
+    """``NEVER_INSIDE`` forbids ``name`` to import ``target``."""
+    return any(
+        under(name, part) and any(under(target, never) for never in nevers)
+        for part, nevers in NEVER_INSIDE.items()
+    )
+
+
 def upward(edges: Mapping[str, Collection[str]]) -> list[str]:
-    """``module -> target`` for each import of a package that the module's package must never import."""
+    """``module -> target`` for each import of a package that the module's package must never
+    import (``NEVER``, and ``NEVER_INSIDE`` between the parts of evals/)."""
     return sorted(
         f"{name} -> {target}"
         for name, targets in edges.items()
         for target in targets
-        if target.split(".")[0] in NEVER.get(name.split(".")[0], set())
+        if target.split(".")[0] in NEVER.get(name.split(".")[0], set()) or never_inside(name, target)
     )
 
 
@@ -162,6 +188,22 @@ def test_an_import_of_a_floor_above_is_flagged() -> None:  # the check above can
         "tests.t": {"bench.b", "scripts.s"},
     }
     assert upward(edges) == ["bench.b -> tests.t", "indexes.x -> rag.y", "rag.q -> bench.b"]
+
+
+def test_an_import_between_the_parts_of_evals_against_the_floors_is_flagged() -> None:
+    edges = {
+        "evals.datasets.x": {"evals.engine.y", "evals.types", "evals.robustness", "evals.engineering"},
+        "evals.metrics": {"evals.records"},
+        "evals.engine.y": {"evals.studies.z.w", "evals.leakage.run", "evals.metrics"},
+        "evals.leakage.run": {"evals.engine.y"},
+        "evals.studies.z.w": {"evals.engine.y", "evals.datasets.x"},
+        "training.t": {"evals.studies.z.w", "evals.datasets.x", "evals.metrics"},
+    }
+    assert upward(edges) == [  # evals.engineering starts with evals.engine but is not inside it
+        "evals.datasets.x -> evals.engine.y",
+        "evals.engine.y -> evals.studies.z.w",
+        "training.t -> evals.studies.z.w",
+    ]
 
 
 def test_string_imports_through_importlib_are_seen() -> None:

@@ -4,7 +4,7 @@ shipped default profile to the same settings.
 Each entry point is driven as far as the point where it hands a profile to ``assemble`` (which
 would load an index and models): ``medcite ask`` through ``medcite.cli.main``, the server through
 ``api.state.load_state`` with a capturing assembler, the eval loop through the real
-``evals/configs/abstention.toml`` and ``evals.config.condition_profile``. The profiles must be
+``evals/configs/abstention.toml`` and ``evals.engine.config.condition_profile``. The profiles must be
 equal field for field, and so must the pipeline settings and retriever configuration built from
 them; a setting one entry point overrides on its own (a default of its own, an override that
 leaks) fails here.
@@ -18,7 +18,7 @@ import pytest
 
 from api.settings import ApiSettings
 from api.state import load_state
-from evals.config import condition_profile, load_config
+from evals.engine.config import condition_profile, load_config
 from medcite import cli
 from rag.pipeline import PipelineSettings
 from rag.profile import Profile, load_profile

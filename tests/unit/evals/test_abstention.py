@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.types import Answer, SentenceSupport
-from evals.answers_run import abstention_metrics, cited_sentence_counts
 from evals.datasets.abstention import split_questions
+from evals.engine.answers_run import abstention_metrics, cited_sentence_counts
 from evals.records import ItemRecord
 
 

@@ -11,7 +11,8 @@ from core.paths import Paths
 from corpora.build import BuildConfig, build_index
 from evals import datasets as registry
 from evals.datasets.gold_passages import gold_lookup, original_set
-from evals.leakage import (
+from evals.engine.summary import write_summary
+from evals.leakage.check import (
     WordHasher,
     check_index,
     containment,
@@ -22,9 +23,8 @@ from evals.leakage import (
     tokens,
     windows,
 )
-from evals.leakage_run import rag_index
+from evals.leakage.run import rag_index
 from evals.records import ItemRecord
-from evals.summary import write_summary
 from evals.types import McqItem
 from medcite.cli import main
 from tests.helpers import ListSource, make_doc, whitespace_spans
@@ -112,7 +112,7 @@ def test_threshold_edge_is_inclusive():
     item = McqItem("set", "q", probe, OPTIONS, "A")
     no_gold = gold_lookup(Path("/nonexistent"), ["set"])
     half = [("c", "x a b c d e f g h y")]  # one of the two: containment 0.5
-    from evals.leakage import scan_items
+    from evals.leakage.check import scan_items
 
     row = scan_items([item], no_gold, half, threshold=0.5)[0]
     assert row["question_containment"] == 0.5 and row["leaked"] and row["question_chunks"] == [["c", 0.5]]
@@ -297,7 +297,7 @@ def test_short_gold_fragments_are_not_probes():
         "A",
         contexts=("Multicenter prospective cohort study.",),
     )
-    from evals.leakage import scan_items
+    from evals.leakage.check import scan_items
 
     chunks = [("c", "A multicenter prospective cohort study. Unrelated text about something else.")]
     row = scan_items([item], gold_lookup(Path("/nonexistent"), ["set"]), chunks)[0]

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
-from evals.compare import compare, compare_runs, render_markdown, render_text, unpaired_datasets
+from evals.engine.compare import compare, compare_runs, render_markdown, render_text, unpaired_datasets
+from evals.metrics.stats import mcnemar_exact
 from evals.records import ItemRecord, write_records
-from evals.stats import mcnemar_exact
 
 
 def rec(

@@ -10,10 +10,10 @@ import pytest
 
 from core.errors import ConfigError
 from core.paths import Paths
-from evals.config import EvalConfig
-from evals.engine_ray import RayEngine
+from evals.engine.config import EvalConfig
+from evals.engine.engine_ray import RayEngine
+from evals.engine.runner import run_eval
 from evals.records import read_records
-from evals.runner import run_eval
 from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR
 from tests.helpers import mcq_run_config

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from core.types import Message
-from evals.answer_quality import CONTEXT_MAX_CHARS, NLI_USER, YES_NO_SYSTEM
-from evals.faithfulness_labelled import (
+from evals.engine.answer_quality import CONTEXT_MAX_CHARS, NLI_USER, YES_NO_SYSTEM
+from evals.engine.judge_cache import CachedJudge, JudgeCache
+from evals.studies.faithfulness.labelled import (
     Claim,
     LabelledItem,
     _Row,
@@ -29,8 +30,8 @@ from evals.faithfulness_labelled import (
     read_items,
     write_items,
 )
-from evals.faithfulness_page import markdown, write_report
-from evals.faithfulness_report import (
+from evals.studies.faithfulness.page import markdown, write_report
+from evals.studies.faithfulness.report import (
     at_thresholds,
     auc_interval,
     below_source,
@@ -43,8 +44,7 @@ from evals.faithfulness_report import (
     verdict_metrics,
     worst_cases,
 )
-from evals.faithfulness_separation import judge_claim, read_scores, score_items
-from evals.judge_cache import CachedJudge, JudgeCache
+from evals.studies.faithfulness.separation import judge_claim, read_scores, score_items
 
 # --- construction rules ---------------------------------------------------------------------------
 
@@ -361,7 +361,7 @@ def test_the_report_files_and_page(tmp_path: Path) -> None:
     claims = [Claim(r["claim_id"], r["qid"], r["rule"], r["label"], "t") for r in ROWS_SCORED]
     items = [LabelledItem(q, "?", ("ctx",), tuple(c for c in claims if c.qid == q)) for q in "ab"]
     scores = {r["claim_id"]: r for r in ROWS_SCORED}
-    report = write_report(items, scores, tmp_path, "python -m evals.faithfulness_separation")
+    report = write_report(items, scores, tmp_path, "python -m evals.studies.faithfulness.separation")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "claims.json",
         "margins.png",
@@ -371,4 +371,4 @@ def test_the_report_files_and_page(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "claims.json").read_text())) == 6
     page = (tmp_path / "report.md").read_text()
     assert f"**{report['roc_auc']:.3f}**" in page and "| negation | 0 | 2 | caught 50.0%" in page
-    assert "Partial" not in page and "python -m evals.faithfulness_separation" in markdown(report)
+    assert "Partial" not in page and "python -m evals.studies.faithfulness.separation" in markdown(report)

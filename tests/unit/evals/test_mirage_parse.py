@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evals.mirage_parse import REASONS, choice_text, mirage_letter, mirage_letters, parse_answer
+from evals.studies.reference.parse import REASONS, choice_text, mirage_letter, mirage_letters, parse_answer
 
 ABCD = ("A", "B", "C", "D")
 

@@ -13,9 +13,9 @@ import pytest
 
 from core.paths import Paths
 from core.types import Chunk
-from evals import ragas_compare as rc
-from evals import ragas_samples as rs
 from evals.records import ItemRecord, write_records
+from evals.studies.ragas import compare as rc
+from evals.studies.ragas import samples as rs
 from indexes.chunkstore import write_chunks
 
 
@@ -238,7 +238,7 @@ def test_an_item_in_two_runs_is_exported_once_the_first_kept() -> None:
 
 
 def test_a_bioasq_sample_reaches_the_report_without_bioasq_text():
-    from evals.ragas_compare import without_licensed_text
+    from evals.studies.ragas.compare import without_licensed_text
 
     row = {
         "dataset": "bioasq-ideal-11b",

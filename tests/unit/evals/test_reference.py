@@ -11,11 +11,18 @@ from pathlib import Path
 import pytest
 
 from core.paths import Paths
-from evals.compare import compare, compare_runs
 from evals.datasets.mirage import load_mirage
+from evals.engine.compare import compare, compare_runs
 from evals.metrics.choice import accuracy
 from evals.records import ItemRecord, read_records
-from evals.reference import PUBLISHED, SOURCE_FILE, import_reference, mirage_scored, read_reference, run_name
+from evals.studies.reference.predictions import (
+    PUBLISHED,
+    SOURCE_FILE,
+    import_reference,
+    mirage_scored,
+    read_reference,
+    run_name,
+)
 
 GPT4, GPT35 = "OpenAI/gpt-4-32k", "OpenAI/gpt-35-turbo-16k"
 

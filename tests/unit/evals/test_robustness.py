@@ -10,7 +10,8 @@ import pytest
 
 from core.errors import ConfigError
 from core.paths import Paths
-from evals.config import EvalConfig, load_config
+from evals.engine.config import EvalConfig, load_config
+from evals.engine.runner import run_eval
 from evals.records import ItemRecord, read_records
 from evals.robustness import base_dataset, item_rng, perturb_items
 from evals.robustness.details import DETAILS, add_patient_details
@@ -19,7 +20,6 @@ from evals.robustness.drugs import brand_generic_map, drug_swapper
 from evals.robustness.metrics import answer_changed, pair_metrics, retrieval_effect, robustness_metrics
 from evals.robustness.options import shuffle_options
 from evals.robustness.terms import swap_terms, term_pattern
-from evals.runner import run_eval
 from evals.types import McqItem
 from tests.helpers import LetterModel
 
@@ -188,7 +188,7 @@ def test_perturb_items_keeps_only_changed_items_in_order():
 
 
 def test_rag_vs_closed_book_pools_originals_only_and_gives_each_copy_set_its_own_row():
-    from evals.compare import compare_sets
+    from evals.engine.compare import compare_sets
 
     def arm(cond: str, pred: str) -> list[ItemRecord]:
         sets = ("medqa", "pubmedqa", "medqa~drug-names")

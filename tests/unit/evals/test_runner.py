@@ -10,9 +10,9 @@ import pytest
 
 from core.errors import ConfigError
 from core.paths import Paths
-from evals.config import EvalConfig, condition_profile
+from evals.engine.config import EvalConfig, condition_profile
+from evals.engine.runner import report_run, run_eval
 from evals.records import read_records
-from evals.runner import report_run, run_eval
 from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR, load_profile
 from tests.helpers import LetterModel, mcq_run_config, written_answer

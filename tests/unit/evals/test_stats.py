@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from evals.metrics.stats import correctness, mcnemar_exact, pair, paired_bootstrap_diff, paired_counts
 from evals.records import ItemRecord
-from evals.stats import correctness, mcnemar_exact, pair, paired_bootstrap_diff, paired_counts
 
 
 def rec(qid: str, gold: str, pred: str | None, dataset: str = "medqa") -> ItemRecord:
@@ -93,7 +93,7 @@ def test_pair_refuses_duplicates_and_conflicting_gold() -> None:
 
 
 def test_paired_bootstrap_mean_diff_on_continuous_values() -> None:
-    from evals.stats import paired_bootstrap_mean_diff
+    from evals.metrics.stats import paired_bootstrap_mean_diff
 
     a = np.array([0.2, 0.5, 0.9, 0.4])
     b = a + 0.1

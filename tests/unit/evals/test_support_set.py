@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from evals.datasets.bioasq import normalise
-from evals.support_set import (
+from evals.datasets.support_set import (
     build_pairs,
     change_direction,
     change_entity,

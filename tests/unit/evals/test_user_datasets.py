@@ -15,10 +15,10 @@ import pytest
 
 from core.errors import ConfigError
 from core.paths import Paths
-from evals.config import AnswerSetConfig, EvalConfig, McqSet, load_config
 from evals.datasets import load_freetext, load_freetext_checked, load_mcq, load_mcq_checked
 from evals.datasets.user_files import parse_columns
-from evals.quick_config import config_for_datasets, default_name
+from evals.engine.config import AnswerSetConfig, EvalConfig, McqSet, load_config
+from evals.engine.quick_config import config_for_datasets, default_name
 from medcite import cli
 from tests.helpers import LetterModel
 
@@ -335,7 +335,7 @@ def test_run_without_a_config_builds_closed_book_vs_the_profile(tmp_path, monkey
         seen.append(cfg)
         raise ZeroDivisionError  # stop before any model is loaded
 
-    monkeypatch.setattr("evals.runner.run_eval", handed)
+    monkeypatch.setattr("evals.engine.runner.run_eval", handed)
     with pytest.raises(ZeroDivisionError):
         cli.main(
             [
@@ -357,8 +357,8 @@ def test_run_without_a_config_builds_closed_book_vs_the_profile(tmp_path, monkey
 
 
 def test_a_file_in_each_format_runs_through_run_eval(bm25_paths, tmp_path, capsys):
+    from evals.engine.runner import run_eval
     from evals.records import read_records
-    from evals.runner import run_eval
 
     files = tmp_path / "files"
     files.mkdir()

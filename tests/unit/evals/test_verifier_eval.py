@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from core.types import Chunk
-from evals.support_set import SupportPair
-from evals.verifier_eval import _verifier_report, markdown
+from evals.datasets.support_set import SupportPair
+from evals.studies.verifier import _verifier_report, markdown
 
 PASSAGE = Chunk("p#0", "p", "", (), "bioasq", "", "", 0, 1, "x")
 
@@ -48,7 +48,7 @@ def test_markdown_has_a_row_per_verifier_and_a_column_per_kind() -> None:
         "heuristic": _verifier_report(pairs, scores),
         "trained": _verifier_report(pairs, scores[::-1].copy()),
         "seconds": 1.0,
-        "environment": {"command": "python -m evals.verifier_eval", "machine": "x86_64"},
+        "environment": {"command": "python -m evals.studies.verifier", "machine": "x86_64"},
     }
     text = markdown(report)
     assert "| heuristic | 7 |" in text and "| trained model | 7 |" in text
@@ -56,7 +56,7 @@ def test_markdown_has_a_row_per_verifier_and_a_column_per_kind() -> None:
 
 
 def test_the_paired_comparison_resamples_questions_and_keeps_the_point_difference() -> None:
-    from evals.verifier_eval import paired_by_question
+    from evals.studies.verifier import paired_by_question
 
     qids = ["a", "a", "b", "b", "c", "c", "d", "d"]
     labels = [1, 0, 1, 0, 1, 0, 1, 0]

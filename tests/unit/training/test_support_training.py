@@ -6,7 +6,7 @@ import random
 
 from core.paths import Paths
 from evals.datasets.bioasq import normalise
-from evals.support_set import change_number, read_questions
+from evals.datasets.support_set import change_number, read_questions
 from training.leakage import held_out_questions
 from training.pairs import PairStats
 from training.support import (
@@ -63,7 +63,7 @@ def test_best_window_is_the_one_holding_most_claim_words() -> None:
 
 
 def test_direction_words_trained_on_share_none_with_the_test_rule() -> None:
-    from evals.support_set import _ANTONYMS
+    from evals.datasets.support_set import _ANTONYMS
 
     assert not set(TRAIN_DIRECTIONS) & set(_ANTONYMS)
     assert (

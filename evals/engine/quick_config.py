@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from core.errors import ConfigError
-from evals.config import EvalConfig
 from evals.datasets import FREE_TEXT_LOADERS, MCQ_PREFIX, QA_PREFIX
+from evals.engine.config import EvalConfig
 from rag.profile import load_profile
 
 GRID_RERANKERS = ("none", "llm", "trained")

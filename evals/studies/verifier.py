@@ -1,8 +1,8 @@
 """How far the support verifier can be trusted, measured on the BioASQ support set.
 
-    python -m evals.verifier_eval --out docs/results/support-verifier [--judge-pairs 300] [--model none]
+    python -m evals.studies.verifier --out docs/results/support-verifier [--judge-pairs 300] [--model none]
 
-Scores every pair of ``evals.support_set`` with the product's ``SupportVerifier``: the heuristic
+Scores every pair of ``evals.datasets.support_set`` with the product's ``SupportVerifier``: the heuristic
 (embedding cosine, lexical coverage, number check), the trained support model (``--model``: a
 model folder, default the shipped one; ``none`` skips it) and, on a seeded sample of test pairs
 stratified by kind, the heuristic with the local LLM judge (the ``verify.llm_judge`` option).
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from core.paths import Paths
+from evals.datasets.support_set import KINDS, SupportPair, build_pairs, nearest_by_embedding, read_questions
 from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
-from evals.support_set import KINDS, SupportPair, build_pairs, nearest_by_embedding, read_questions
 from rag.check.verify import PairSupport, SupportVerifier
 
 PROFILE_THRESHOLD = 0.5
@@ -250,7 +250,7 @@ def run(
         )
     report["seconds"] = round(time.perf_counter() - started, 1)
     command = (
-        f"python -m evals.verifier_eval --out {out} --judge-pairs {judge_pairs} --seed {seed}"
+        f"python -m evals.studies.verifier --out {out} --judge-pairs {judge_pairs} --seed {seed}"
         f" --dev-questions {dev_questions} --model {model or 'none'}"
     )
     report["environment"] = {
@@ -339,7 +339,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"Questions: dev {report['questions']['dev']} (BioASQ 7B-10B sample), "
         f"test {report['questions']['test']} "
         f"(BioASQ 11B). Test pairs: {test['pairs']}, {test['supported']} supported. How the pairs are made: "
-        "`evals/support_set.py`. Command: `" + report["environment"]["command"] + "`.",
+        "`evals/datasets/support_set.py`. Command: `" + report["environment"]["command"] + "`.",
         "",
         "| verifier (test split) | pairs | ROC-AUC | P / R at 0.5 | P / R at dev threshold "
         "| P at R 0.80 (oracle) |",

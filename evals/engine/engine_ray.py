@@ -2,8 +2,8 @@
 
 Each :class:`EvalWorker` actor builds its generator once (the profile's model, or the one a test
 passes) and opens a condition's pipeline once, when its first item of that condition arrives; it
-answers one item at a time with the same functions as the local engine (``evals.runner`` and
-``evals.answers_run``), so a record is the same record wherever it was made. The driver alone:
+answers one item at a time with the same functions as the local engine (``evals.engine.runner`` and
+``evals.engine.answers_run``), so a record is the same record wherever it was made. The driver alone:
 
 - writes the run directory: each record is appended as it arrives (a kill loses only the items in
   flight), and done keys are skipped on resume exactly as in a local run;
@@ -34,11 +34,11 @@ from typing import Any, cast
 
 from core.errors import ConfigError, MedciteError
 from core.paths import Paths
-from evals.conditions import ConditionStats
-from evals.config import EvalConfig, condition_profile
-from evals.generation_cache import GENERATIONS, CachingGenerator, DiskCachedGenerator
+from evals.engine.conditions import ConditionStats
+from evals.engine.config import EvalConfig, condition_profile
+from evals.engine.generation_cache import GENERATIONS, CachingGenerator, DiskCachedGenerator
+from evals.engine.rundir import RunDir
 from evals.records import ItemRecord, write_records
-from evals.rundir import RunDir
 from indexes.sqlite_cache import JSON, SqliteCache
 from rag.protocols import Generator
 

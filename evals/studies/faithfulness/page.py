@@ -1,6 +1,6 @@
 """The faithfulness-separation report's files: ``claims.json`` (one row per claim: ids, rule,
 label, edit, log-probabilities, margin, verdict; no BioASQ text), ``report.json``, ``report.md``
-and ``margins.png`` (the margin's histogram per class), from ``evals.faithfulness_report``.
+and ``margins.png`` (the margin's histogram per class), from ``evals.studies.faithfulness.report``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from evals.faithfulness_labelled import LabelledItem
-from evals.faithfulness_report import NEAR, Row, claim_rows, summarise
+from evals.studies.faithfulness.labelled import LabelledItem
+from evals.studies.faithfulness.report import NEAR, Row, claim_rows, summarise
 
 
 def _pct(x: float | None) -> str:
@@ -87,8 +87,9 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
         "",
         f"{report['claims']} claims over {report['items']} BioASQ items (Tasks 7B-10B; 11B held out): "
         f"{report['supported']} supported, {report['false']} false, labelled by construction "
-        "(`evals/faithfulness_labelled.py`). Each claim is judged by the faithfulness metric's own NLI step "
-        "(`evals/answer_quality.py`: same prompt, contexts, truncation and verdict rule; judge: the default "
+        "(`evals/studies/faithfulness/labelled.py`). Each claim is judged by the faithfulness metric's own "
+        "NLI step (`evals/engine/answer_quality.py`: same prompt, contexts, truncation and verdict rule; "
+        "judge: the default "
         f"profile's Qwen2.5-Coder 1.5B Q4_K_M). Command: `{report['environment']['command']}`.",
         "",
         f"- ROC-AUC of the margin log P(yes) - log P(no): **{report['roc_auc']:.3f}** "
@@ -167,7 +168,7 @@ def markdown(report: Mapping[str, Any]) -> str:
 
 def histogram(rows: Sequence[Row], path: Path) -> Path:
     """Margins per class, overlaid, with the verdict threshold at 0."""
-    from evals.plots import _pyplot
+    from evals.engine.plots import _pyplot
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from core.paths import Paths
-from evals import plots
-from evals.answers_run import answer_metrics
+from evals.engine import plots
+from evals.engine.answers_run import answer_metrics
 from evals.metrics.choice import accuracy
 from evals.metrics.retrieval import score_run
 from evals.records import ItemRecord
@@ -63,7 +63,7 @@ def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
 
 def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> dict[str, dict[str, Any]]:
     """Each RAG condition against the closed-book arm, per dataset."""
-    from evals.compare import compare_sets
+    from evals.engine.compare import compare_sets
 
     grouped = _group([r for r in records if r.gold is not None])
     if baseline not in grouped:
@@ -82,10 +82,10 @@ def paired_with_leakage(
     folder: Path, records: list[ItemRecord], paths: Paths | None
 ) -> dict[str, dict[str, Any]]:
     """:func:`paired_metrics`, each RAG row split into leaked and clean items of its index
-    (:mod:`evals.leakage_run`; skipped without ``paths``, "index not found" when it is gone)."""
+    (:mod:`evals.leakage.run`; skipped without ``paths``, "index not found" when it is gone)."""
     paired = paired_metrics(records)
     if paired and paths is not None:
-        from evals.leakage_run import run_leakage, split_paired
+        from evals.leakage.run import run_leakage, split_paired
 
         split_paired(paired, records, run_leakage(folder, records, paths))
     return paired
@@ -215,7 +215,7 @@ def _mcq_rows(mcq: dict[str, Any]) -> list[list[object]]:
 
 
 def _paired_rows(paired: dict[str, Any]) -> list[list[object]]:
-    from evals.leakage_run import leaked_cell
+    from evals.leakage.run import leaked_cell
 
     rows: list[list[object]] = []
     for cond, per in paired.items():
@@ -241,8 +241,8 @@ def _paired_rows(paired: dict[str, Any]) -> list[list[object]]:
 def _paired_notes(paired: dict[str, Any]) -> list[str]:
     """What harm and help mean, then the paired comparison over leaked and over clean items
     (when the run's indexes were checked for leakage)."""
-    from evals.leakage import DEFAULT_THRESHOLD
-    from evals.leakage_run import split_table
+    from evals.leakage.check import DEFAULT_THRESHOLD
+    from evals.leakage.run import split_table
 
     notes = ["harm: closed-book right and RAG wrong, as a share of paired items; help: the reverse.", ""]
     rows = split_table(paired)

@@ -1,4 +1,4 @@
-"""The samples the ragas scorer reads, exported from medcite answer runs (``evals/ragas_compare.py``).
+"""The samples the ragas scorer reads, exported from medcite answer runs (``evals/studies/ragas/compare.py``).
 
 A sample is one finished answer: ``id`` (``<dataset>:<qid>``), the question from the run's
 dataset, the answer without its ``[n]`` markers (as medcite's judge reads it), the evidence

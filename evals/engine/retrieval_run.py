@@ -19,11 +19,11 @@ from typing import Any
 from core.errors import MedciteError
 from core.paths import Paths
 from core.types import Hit
-from evals.conditions import ConditionStats, not_done, run_condition
-from evals.config import EvalConfig
-from evals.generation_cache import CachingGenerator
+from evals.engine.conditions import ConditionStats, not_done, run_condition
+from evals.engine.config import EvalConfig
+from evals.engine.generation_cache import CachingGenerator
+from evals.engine.rundir import RunDir
 from evals.records import ItemRecord
-from evals.rundir import RunDir
 from rag.indexing import make_retriever, open_index
 
 CHUNKS_PER_DOCUMENT = 3  # chunks fetched per wanted document, so `depth` distinct documents remain

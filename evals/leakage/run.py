@@ -4,7 +4,7 @@
 :func:`run_leakage` scans each RAG condition's index for the run's multiple-choice items,
 cached in the run folder as ``leakage-<index>.json`` keyed by the index's corpus fingerprint (a
 rebuilt index is scanned again), and :func:`split_paired` adds to every RAG vs closed-book row
-the same comparison over leaked and over clean items. See :mod:`evals.leakage` for the score.
+the same comparison over leaked and over clean items. See :mod:`evals.leakage.check` for the score.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from core.errors import ConfigError, MedciteError
 from core.paths import Paths
 from evals.datasets.gold_passages import gold_lookup, original_set
-from evals.leakage import DEFAULT_N, DEFAULT_THRESHOLD, LeakageReport, check_index, leaked_by_key
+from evals.leakage.check import DEFAULT_N, DEFAULT_THRESHOLD, LeakageReport, check_index, leaked_by_key
 from evals.records import ItemRecord
 from evals.types import McqItem
 
@@ -176,7 +176,7 @@ _SPLIT_KEYS = (
 
 
 def _split_rows(base: list[ItemRecord], rag: list[ItemRecord]) -> dict[str, dict[str, Any]]:
-    from evals.compare import compare_sets
+    from evals.engine.compare import compare_sets
 
     try:
         rows = compare_sets(base, rag, n_resamples=1000)

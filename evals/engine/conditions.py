@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
-from evals.generation_cache import CachingGenerator
+from evals.engine.generation_cache import CachingGenerator
+from evals.engine.rundir import RunDir
 from evals.records import ItemRecord, write_records
-from evals.rundir import RunDir
 
 T = TypeVar("T")  # an item
 A = TypeVar("A")  # what a condition opens to answer items with

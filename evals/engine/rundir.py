@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError
-from evals.config import EvalConfig
+from evals.engine.config import EvalConfig
 from evals.records import ItemRecord, read_records
 
 PACKAGES = (
@@ -95,7 +95,7 @@ class RunDir:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         base = {
-            "git_commit": git_commit(Path(__file__).resolve().parents[1]),
+            "git_commit": git_commit(Path(__file__).resolve().parents[2]),
             "python": platform.python_version(),
             "platform": platform.platform(),
             "packages": versions(),

@@ -12,7 +12,7 @@ cache starts afresh). The table and keys are the ones this cache always had, so 
 keep their verdicts. Judge failures (timeouts, unreachable servers) are never cached, so a rerun
 asks again; an unparsable reply is cached like any other, because the same prompt gets the same
 reply from a greedy judge. The lookup, ask and store are
-``evals/generation_cache.py:DiskCachedGenerator``, shared with the generations cache.
+``evals/engine/generation_cache.py:DiskCachedGenerator``, shared with the generations cache.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from core.paths import Paths
 from core.types import Message
-from evals.generation_cache import DiskCachedGenerator, plain_messages
+from evals.engine.generation_cache import DiskCachedGenerator, plain_messages
 from indexes.sqlite_cache import JSON, SqliteCache, Table, json_key
 from rag.protocols import Generator
 

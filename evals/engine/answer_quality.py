@@ -22,7 +22,7 @@ ragas==0.4.3`` beside the project's extras resolves instructor to 1.3.2, which d
 (3.57 -> 1.109), rich (15 -> 13.9) and tenacity (9.2 -> 8.5), and adds datasets, pandas, langchain,
 langgraph, langchain-openai and scikit-network (pyarrow is already here); with the bench extra's
 langchain-community 0.4.2 ``import ragas`` fails. ``make ragas`` gives it its own pinned
-environment, and ``evals/ragas_compare.py`` sets its scores beside these per item
+environment, and ``evals/studies/ragas/compare.py`` sets its scores beside these per item
 (docs/results/eval/ragas-vs-medcite/). Its few-shot JSON prompts cost several thousand prompt
 tokens per item on the 1.5B judge (same report). Yes/no verdicts are read from the judge's
 next-token probabilities (verdict: P(yes) >= P(no)); nothing is parsed there. Answer ``[n]``
@@ -31,7 +31,7 @@ markers are stripped before judging.
 A metric that cannot be computed for an item is NaN with a reason (``timeout``, ``judge error``,
 ``unparsable``, ``no reference``, ...); the report gives per metric the mean over valid items,
 ``n_valid``, ``n_nan`` and the reasons tallied, plus every per-item row. Judge calls go through
-:class:`evals.judge_cache.CachedJudge`, so a rerun (also after a crash) asks only what is missing.
+:class:`evals.engine.judge_cache.CachedJudge`, so a rerun (also after a crash) asks only what is missing.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 from core.errors import ConfigError, GeneratorError, GeneratorTimeout
 from core.types import Answer, Message
-from evals.judge_cache import CachedJudge, JudgeCache
+from evals.engine.judge_cache import CachedJudge, JudgeCache
 from rag.check.support_signals import list_items
 from rag.generate.sentences import marker_free, sentence_spans
 from rag.generate.yes_no import CANDIDATES, yes_probability

@@ -1,10 +1,10 @@
 """How well the faithfulness metric's NLI step separates supported from false claims.
 
-    python -m evals.faithfulness_separation [--items 150] [--seed 13] [--threads N] [--report-only]
+    python -m evals.studies.faithfulness.separation [--items 150] [--seed 13] [--threads N] [--report-only]
 
-Builds the labelled set of ``evals.faithfulness_labelled`` (written with its text to
+Builds the labelled set of ``evals.studies.faithfulness.labelled`` (written with its text to
 ``--work``, under the data folder), then scores every claim with the exact yes/no step of
-``evals.answer_quality.faithfulness``: the same system prompt, ``NLI_USER`` prompt, contexts
+``evals.engine.answer_quality.faithfulness``: the same system prompt, ``NLI_USER`` prompt, contexts
 formatting and truncation (``_contexts``) and verdict rule (``_yes``: P(yes) >= P(no)), through
 the project's judge cache (``$MEDCITE_DATA_DIR/cache/judge.sqlite``), with the default
 profile's generator as the judge. The margin reported is ``log P(yes) - log P(no)``, each over
@@ -13,7 +13,7 @@ both spellings ("yes"/"Yes"), the quantity the verdict thresholds at 0.
 Each scored claim is appended to ``scores.jsonl`` in ``--work`` at once, so a killed run resumes
 where it stopped (the judge cache also answers what it had asked). Claims are scored item by
 item, so the passages' prefix stays in llama.cpp's KV cache across an item's claims. The report
-(``evals.faithfulness_report``, ``evals.faithfulness_page``) goes to ``--out``.
+(``evals.studies.faithfulness.report``, ``evals.studies.faithfulness.page``) goes to ``--out``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,15 @@ from typing import Any
 
 from core.paths import Paths
 from core.types import Message
-from evals.answer_quality import NLI_USER, YES_NO_SYSTEM, AnswerItem, _contexts, _yes
-from evals.faithfulness_labelled import LabelledItem, build_items, candidate_rows, read_items, write_items
-from evals.judge_cache import CachedJudge, JudgeCache, default_judge_cache_path
+from evals.engine.answer_quality import NLI_USER, YES_NO_SYSTEM, AnswerItem, _contexts, _yes
+from evals.engine.judge_cache import CachedJudge, JudgeCache, default_judge_cache_path
+from evals.studies.faithfulness.labelled import (
+    LabelledItem,
+    build_items,
+    candidate_rows,
+    read_items,
+    write_items,
+)
 from rag.generate.backend import logsumexp
 from rag.generate.yes_no import CANDIDATES, NO, YES
 from rag.protocols import Generator
@@ -158,10 +164,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             judge.cache.close()
         print(f"judge calls {judge.calls}, cache hits {judge.hits}", flush=True)
-    from evals.faithfulness_page import write_report
+    from evals.studies.faithfulness.page import write_report
 
     command = (
-        f"python -m evals.faithfulness_separation --items {args.items} --claims-per-item "
+        f"python -m evals.studies.faithfulness.separation --items {args.items} --claims-per-item "
         f"{args.claims_per_item} --seed {args.seed}"
     )
     write_report(items, read_scores(work / "scores.jsonl"), args.out, command)

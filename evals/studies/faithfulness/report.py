@@ -17,7 +17,7 @@ Pure functions over rows (``{"claim_id", "qid", "rule", "label", "margin", "verd
   the other half (both ways round), by balanced accuracy (the classes' sizes are set by the
   construction, not by answers).
 
-``evals.faithfulness_page`` turns the summary into the report's files.
+``evals.studies.faithfulness.page`` turns the summary into the report's files.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from evals.faithfulness_labelled import RULES, LabelledItem, visible
 from evals.metrics.choice import wilson_interval
 from evals.metrics.classification import roc_auc
+from evals.studies.faithfulness.labelled import RULES, LabelledItem, visible
 
 Row = Mapping[str, Any]
 NEAR = 0.1  # |margin| below this: a verdict decided "by a hair"

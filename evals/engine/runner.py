@@ -20,12 +20,12 @@ from typing import Any
 
 from core.errors import ConfigError, MedciteError
 from core.paths import Paths
-from evals.conditions import ConditionStats, not_done, run_condition
-from evals.config import EvalConfig, condition_profile
-from evals.engine_ray import RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
-from evals.generation_cache import CachingGenerator
+from evals.engine.conditions import ConditionStats, not_done, run_condition
+from evals.engine.config import EvalConfig, condition_profile
+from evals.engine.engine_ray import RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
+from evals.engine.generation_cache import CachingGenerator
+from evals.engine.rundir import RunDir
 from evals.records import ItemRecord
-from evals.rundir import RunDir
 from rag.assemble import assemble, make_generator
 from rag.choice import choose_option
 from rag.pipeline import Clock
@@ -109,7 +109,7 @@ def _answerer(generator: Generator, assembled: Any, item: Any) -> Callable[[], A
 def mcq_task_record(
     model: Generator, assembled: Any, task: Task, config: EvalConfig, paths: Paths
 ) -> ItemRecord:
-    """A Ray worker's answer to one multiple-choice item (``evals.engine_ray.Task.answer``)."""
+    """A Ray worker's answer to one multiple-choice item (``evals.engine.engine_ray.Task.answer``)."""
     return _mcq_record(_answerer(model, assembled, task.item), task.dataset, task.item, task.condition)
 
 
@@ -312,10 +312,10 @@ def run_eval(
 
     ``generator`` replaces the profile's model (tests; an already loaded model); it is still
     put behind the run cache. ``engine`` answers the multiple-choice and free-text items on Ray
-    workers (``evals.engine_ray``); this process still owns the run directory and the cache.
+    workers (``evals.engine.engine_ray``); this process still owns the run directory and the cache.
     """
-    from evals.retrieval_run import run_retrieval, write_trec
-    from evals.summary import write_summary
+    from evals.engine.retrieval_run import run_retrieval, write_trec
+    from evals.engine.summary import write_summary
 
     start = time.perf_counter()
     skipped: dict[str, Any] = {}
@@ -332,7 +332,7 @@ def run_eval(
             if items and model is not None:
                 run_mcq(config, paths, run, model, items, summary, progress, pool)
             if answer_items and model is not None:
-                from evals.answers_run import run_answers
+                from evals.engine.answers_run import run_answers
 
                 run_answers(config, paths, run, model, answer_items, summary, progress, pool)
             summary.workers_lost = len(pool.lost) if pool is not None else 0
@@ -452,8 +452,8 @@ def report_run(folder: Path, paths: Paths) -> Path:
     """
     import json
 
-    from evals.retrieval_run import write_trec
-    from evals.summary import write_summary
+    from evals.engine.retrieval_run import write_trec
+    from evals.engine.summary import write_summary
 
     stored = folder / "config.json"
     if not stored.is_file():

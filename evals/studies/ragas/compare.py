@@ -3,15 +3,16 @@
 Two steps around the ragas scorer (``evals/ragas_env/score.py``, run in ``.venv-ragas``):
 
 - ``export``: samples JSONL (``id, question, answer, contexts[], reference``) from medcite answer
-  run directories (``evals/ragas_samples.py``), our scores carried along.
+  run directories (``evals/studies/ragas/samples.py``), our scores carried along.
 - ``report``: joins our scores with ragas' per sample and writes ``report.md`` and
   ``samples.json``: per metric Spearman and Pearson correlation with bootstrap 95% intervals
   (items resampled with replacement, pairs with both scores only), each side's mean, NaN counts
   with reasons, the items where the two disagree most with what ragas' judge said, and the cost
   per sample of each (seconds; ragas' tokens from the server's usage).
 
-    python -m evals.ragas_compare export data/runs/answer-quality data/ragas/answer-quality/samples.jsonl
-    python -m evals.ragas_compare report data/ragas/answer-quality/samples.jsonl \
+    python -m evals.studies.ragas.compare export data/runs/answer-quality \
+        data/ragas/answer-quality/samples.jsonl
+    python -m evals.studies.ragas.compare report data/ragas/answer-quality/samples.jsonl \
         data/ragas/answer-quality/scores.jsonl docs/results/eval/ragas-vs-medcite
 """
 
@@ -28,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from core.paths import Paths
-from evals.ragas_samples import METRICS, export_samples, unique_by_id
+from evals.studies.ragas.samples import METRICS, export_samples, unique_by_id
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -251,7 +252,7 @@ def _reasons(counts: Mapping[str, int]) -> str:
 METHOD = (
     "Both sides judge the same inputs: the question, the answer without its `[n]` markers, the passages "
     "the chain retrieved (medcite reads the first 5, each cut to 1,200 characters; ragas all of them, "
-    "whole) and the reference answer. medcite: `evals/answer_quality.py` inside the eval run, "
+    "whole) and the reference answer. medcite: `evals/engine/answer_quality.py` inside the eval run, "
     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M in process, yes/no from next-token probabilities. ragas 0.4.3: "
     "`evals/ragas_env/score.py` in `.venv-ragas`, the same GGUF behind llama-cpp-python's "
     "OpenAI-compatible server (`llm_factory`, JSON mode), all-MiniLM-L6-v2 for answer relevancy on both "
@@ -397,7 +398,9 @@ TIMING_NOTE = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m evals.ragas_compare", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m evals.studies.ragas.compare", description=__doc__.split("\n")[0]
+    )
     sub = p.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="samples JSONL for the ragas scorer from a medcite answer run")
     ex.add_argument("run_dirs", type=Path, nargs="+", help="one or more run directories, then OUT")

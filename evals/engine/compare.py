@@ -18,8 +18,15 @@ from typing import Any
 from core.errors import ConfigError
 from evals.datasets.mirage import DATASETS as MIRAGE_ORDER
 from evals.metrics.choice import Accuracy, accuracy
+from evals.metrics.stats import (
+    PairedCounts,
+    correctness,
+    mcnemar_exact,
+    pair,
+    paired_bootstrap_diff,
+    paired_counts,
+)
 from evals.records import ItemRecord, read_records
-from evals.stats import PairedCounts, correctness, mcnemar_exact, pair, paired_bootstrap_diff, paired_counts
 
 ALL = "all"
 

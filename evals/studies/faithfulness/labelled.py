@@ -3,11 +3,11 @@ claims made from them by rule, each labelled by construction.
 
 Items are BioASQ questions of Tasks 7B-10B (``bioasq_from_mirage``); Task 11B, the project's
 held-out BioASQ year, is left out, and so is any question whose normalised text also occurs in
-11B (as ``evals.support_set`` does). Per item, a seeded sample:
+11B (as ``evals.datasets.support_set`` does). Per item, a seeded sample:
 
 - **contexts**: its gold snippets, one per PubMed article ("title. abstract", in BioASQ order),
   as the faithfulness metric would receive retrieved passages. The judge reads only the first
-  ``CONTEXTS_MAX`` contexts, each cut to ``CONTEXT_MAX_CHARS`` (``evals.answer_quality``), so
+  ``CONTEXTS_MAX`` contexts, each cut to ``CONTEXT_MAX_CHARS`` (``evals.engine.answer_quality``), so
   "in the contexts" below means in that visible text.
 - ``supported`` (label 1): a sentence of the item's first ideal answer (six words or more, a
   leading "Yes."/"No." removed, not opening with a pronoun: the metric judges standalone
@@ -24,7 +24,7 @@ From each supported claim, the false claims (label 0), where the rule applies:
 - ``unrelated``: a supported claim of another item sharing no PubMed id, of which at most a
   third of the content words occur in these contexts: true, but not in these passages.
 
-The four edit rules are those of ``evals.support_set`` (reused, not copied). Reading 63
+The four edit rules are those of ``evals.datasets.support_set`` (reused, not copied). Reading 63
 constructed claims (two seeded samples of earlier builds) and every entity swap found two kinds
 of wrong or weak labels, now excluded: a negation added after "may"/"might" ("may not X" does
 not contradict "may X"), and swapped "entities" that were phrases, numbers or whole sentences
@@ -45,9 +45,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.answer_quality import CONTEXT_MAX_CHARS, CONTEXTS_MAX
 from evals.datasets.bioasq import bioasq_rows, normalise
-from evals.support_set import (
+from evals.datasets.support_set import (
     TEST_TASK,
     article_texts,
     change_direction,
@@ -58,6 +57,7 @@ from evals.support_set import (
     exact_answers,
     read_snippets,
 )
+from evals.engine.answer_quality import CONTEXT_MAX_CHARS, CONTEXTS_MAX
 
 RULES = ("supported", "negation", "number", "antonym", "entity", "unrelated")
 FALSE_RULES = RULES[1:]
