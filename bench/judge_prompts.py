@@ -163,7 +163,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     from bench.clinician import default_cache
-    from evals.generation_cache import CachingGenerator
+    from evals.engine.generation_cache import CachingGenerator
     from indexes.chunkstore import ChunkStore
     from rag.assemble import make_generator
     from rag.profile import load_profile
