@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.helpers import parse_python
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("medcite", "core", "rag", "corpora", "indexes", "evals", "api", "training", "bench")
 MAX_LINES = 60
@@ -34,7 +36,7 @@ def long_functions(source: str, name: str = "<string>") -> list[str]:
             else:
                 visit(child, prefix)
 
-    visit(ast.parse(source), "")
+    visit(parse_python(source), "")
     return found
 
 

@@ -15,6 +15,8 @@ from collections.abc import Collection, Mapping
 from functools import cache
 from pathlib import Path
 
+from tests.helpers import parse_python
+
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("medcite", "core", "rag", "corpora", "indexes", "evals", "api", "training")
 TOOLS = ("bench", "scripts")  # scripts/ is no package: its files are named scripts.<stem> here
@@ -74,7 +76,7 @@ def project_module(name: str, files: Collection[str]) -> str | None:
 
 @cache
 def parsed(path: Path) -> ast.Module:
-    return ast.parse(path.read_text(encoding="utf-8"))
+    return parse_python(path.read_text(encoding="utf-8"))
 
 
 def string_literal(node: ast.expr | None) -> str | None:
@@ -219,8 +221,8 @@ def load(name):
     return importlib.import_module(name), importlib.import_module("numpy")
 """
     files = {"rag.y", "rag.z", "corpora.w", "indexes.x"}
-    assert imports_of(ast.parse(source), files) == {"rag.y", "rag.z", "corpora.w"}
-    assert upward({"indexes.x": imports_of(ast.parse(source), files)}) == [
+    assert imports_of(parse_python(source), files) == {"rag.y", "rag.z", "corpora.w"}
+    assert upward({"indexes.x": imports_of(parse_python(source), files)}) == [
         "indexes.x -> corpora.w",
         "indexes.x -> rag.y",
         "indexes.x -> rag.z",
@@ -331,7 +333,7 @@ SOURCES: dict[str, str] = {"s": "corpora.sources.s:S"}
 GENERATORS = {"g": "rag.generate.g:G"}
 KINDS: dict[str, dict[str, str]] = {"source": SOURCES, "generator": GENERATORS}
 """
-    kinds = registry_kinds(ast.parse(registry))
+    kinds = registry_kinds(parse_python(registry))
     assert kinds == {"source": {"s": "corpora.sources.s:S"}, "generator": {"g": "rag.generate.g:G"}}
     caller = """
 from core import registry
@@ -341,9 +343,9 @@ from core.registry import resolve as lookup
 def make(kind):
     return lookup("source", "s"), registry.resolve(kind, "g")
 """
-    assert resolve_calls(ast.parse(caller)) == ["source", None]
+    assert resolve_calls(parse_python(caller)) == ["source", None]
     calls = {
-        "indexes.x": resolve_calls(ast.parse(caller)),
+        "indexes.x": resolve_calls(parse_python(caller)),
         "rag.y": ["source", "generator"],
         "corpora.z": ["source"],
     }
