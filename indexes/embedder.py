@@ -93,7 +93,7 @@ class MiniLmEmbedder:
 
         if self.threads:
             torch.set_num_threads(self.threads)
-        _ = self.config
+        _ = self.config  # refuse a folder of another architecture before loading its weights
         encoder = MiniLmEncoder()
         try:
             encoder.load_hf(safetensors.load_file(str(self._weights_file)))
@@ -152,7 +152,7 @@ class MiniLmEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         torch = require("torch", package="torch", extra="dense")
-        from indexes.minilm import LAYERS, mean_pool
+        from indexes.minilm import LAYERS, mean_pool, padded
 
         model = self._model
         encodings = self._tokenizer.encode_batch(list(texts))
@@ -161,13 +161,7 @@ class MiniLmEmbedder:
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 rows = order[start : start + self.batch_size]
-                width = max(len(encodings[i].ids) for i in rows)
-                ids = torch.zeros((len(rows), width), dtype=torch.long)
-                mask = torch.zeros_like(ids)
-                for row, i in enumerate(rows):
-                    ids[row, : len(encodings[i].ids)] = torch.tensor(encodings[i].ids)
-                    mask[row, : len(encodings[i].ids)] = 1
-                hidden = model.bottom(ids, torch.zeros_like(ids), mask, LAYERS)
-                pooled = torch.nn.functional.normalize(mean_pool(hidden, mask), dim=-1)
-                out[rows] = pooled.numpy()
+                ids, types, mask = padded([(encodings[i].ids, encodings[i].type_ids) for i in rows])
+                hidden = model.bottom(ids, types, mask, LAYERS)
+                out[rows] = torch.nn.functional.normalize(mean_pool(hidden, mask), dim=-1).numpy()
         return np.ascontiguousarray(out)

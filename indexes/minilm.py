@@ -19,7 +19,7 @@ weights: the vectors agree to float32 rounding.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.errors import ModelError, require
@@ -129,6 +129,19 @@ def _hf_to_ours(name: str) -> str | None:
     if module not in _LAYER_NAMES:
         return None
     return f"layers.{index}.{_LAYER_NAMES[module]}.{param}"
+
+
+def padded(encoded: Sequence[tuple[list[int], list[int]]]) -> tuple[Any, Any, Any]:
+    """Right-padded ``(ids, type_ids, mask)`` tensors for one batch of ``(ids, type_ids)``."""
+    width = max(len(ids) for ids, _ in encoded)
+    ids = torch.zeros((len(encoded), width), dtype=torch.long)
+    types = torch.zeros_like(ids)
+    mask = torch.zeros_like(ids)
+    for row, (token_ids, type_ids) in enumerate(encoded):
+        ids[row, : len(token_ids)] = torch.tensor(token_ids)
+        types[row, : len(type_ids)] = torch.tensor(type_ids)
+        mask[row, : len(token_ids)] = 1
+    return ids, types, mask
 
 
 def mean_pool(hidden: Any, mask: Any) -> Any:

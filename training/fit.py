@@ -63,7 +63,7 @@ def cache_bottom(
 ) -> list[Any]:
     """Bottom-layer outputs per pair (float16, unpadded), computed in length-sorted batches."""
     torch = require("torch", package="torch", extra="dense")
-    from rag.rerank.trained import padded
+    from indexes.minilm import padded
 
     out: list[Any] = [None] * len(encoded)
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))

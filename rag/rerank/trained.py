@@ -43,6 +43,8 @@ def score_encoded(model: Any, encoded: Sequence[tuple[list[int], list[int]]], ba
     """``model``'s logit for each encoded pair (float64, input order), in length-sorted batches
     (less padding)."""
     torch = require("torch", package="torch", extra="dense")
+    from indexes.minilm import padded
+
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
     out = np.zeros(len(encoded), dtype=np.float64)
     with torch.inference_mode():
@@ -158,20 +160,6 @@ class PairTokenizer:
             question = self._tokenizer.decode(q_ids[: self.max_length // 2])
         encodings = self._tokenizer.encode_batch([(question, p) for p in passages])
         return [(e.ids, e.type_ids) for e in encodings]
-
-
-def padded(encoded: Sequence[tuple[list[int], list[int]]]) -> tuple[Any, Any, Any]:
-    """Right-padded ``(ids, type_ids, mask)`` tensors for one batch."""
-    torch = require("torch", package="torch", extra="dense")
-    width = max(len(ids) for ids, _ in encoded)
-    ids = torch.zeros((len(encoded), width), dtype=torch.long)
-    types = torch.zeros_like(ids)
-    mask = torch.zeros_like(ids)
-    for row, (token_ids, type_ids) in enumerate(encoded):
-        ids[row, : len(token_ids)] = torch.tensor(token_ids)
-        types[row, : len(type_ids)] = torch.tensor(type_ids)
-        mask[row, : len(token_ids)] = 1
-    return ids, types, mask
 
 
 class TrainedReranker:

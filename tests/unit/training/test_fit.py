@@ -69,7 +69,7 @@ def _trained(folder, max_steps=None, state_out=None):
 
 
 def test_cached_top_equals_a_full_forward_pass() -> None:
-    from rag.rerank.trained import padded
+    from indexes.minilm import padded
 
     model, hidden = _model_and_cache()
     tokenizer = PairTokenizer(packaged_minilm_dir() / "tokenizer.json", CONFIG.max_length)
