@@ -25,17 +25,14 @@ from typing import Any
 from core.paths import Paths
 from core.types import Chunk, Message
 from evals.datasets.clinician import ClinicianItem, load_clinician
-from rag.check.answer_judge import PASSAGE_CHARS, SYSTEM, judge_messages
-from rag.check.plain_text import plain_text
+from rag.check.answer_judge import SYSTEM, judge_messages, judge_passage
 from rag.check.support_signals import plain
 from rag.check.verify import rule_checks
-from rag.rerank.evidence import cut_at_word, heading
 
 
 def three_turn_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
     """The third round's judge chat: passage and question, an acknowledgement, then the sentence."""
-    title = heading(chunk)
-    passage = (f"{title}\n" if title else "") + cut_at_word(plain_text(chunk.text), PASSAGE_CHARS)
+    passage = judge_passage(chunk)
     return [
         Message("system", SYSTEM),
         Message("user", f"Passage:\n{passage}\n\nQuestion: {question}"),

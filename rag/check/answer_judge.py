@@ -46,10 +46,15 @@ ASK = (
 )
 
 
+def judge_passage(chunk: Chunk) -> str:
+    """What the judge reads of a passage: its heading, then its plain text cut at a word."""
+    title = heading(chunk)
+    return (f"{title}\n" if title else "") + cut_at_word(plain_text(chunk.text), PASSAGE_CHARS)
+
+
 def judge_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
     """The judge's chat for one (question, sentence, passage)."""
-    title = heading(chunk)
-    passage = (f"{title}\n" if title else "") + cut_at_word(plain_text(chunk.text), PASSAGE_CHARS)
+    passage = judge_passage(chunk)
     return [
         Message("system", SYSTEM),
         Message("user", ASK.format(passage=passage, question=question, claim=claim)),
