@@ -444,6 +444,11 @@ def _index_fingerprints(config: EvalConfig, paths: Paths) -> dict[str, Any]:
     return out
 
 
+def _no_cost() -> dict[str, Any]:
+    """A condition's cost before any session or record is counted."""
+    return {"answered": 0, "skipped": 0, "failed": 0, "seconds": 0.0, "cache_hits": 0, "cache_misses": 0}
+
+
 def report_run(folder: Path, paths: Paths) -> Path:
     """Recompute metrics.json, run.trec and report.md from a run directory's records.
 
@@ -468,32 +473,12 @@ def report_run(folder: Path, paths: Paths) -> Path:
     if manifest_path.is_file():
         for session in json.loads(manifest_path.read_text(encoding="utf-8")).get("sessions", []):
             for name, c in (session.get("conditions") or {}).items():
-                total = cost.setdefault(
-                    name,
-                    {
-                        "answered": 0,
-                        "skipped": 0,
-                        "failed": 0,
-                        "seconds": 0.0,
-                        "cache_hits": 0,
-                        "cache_misses": 0,
-                    },
-                )
+                total = cost.setdefault(name, _no_cost())
                 for key in ("answered", "failed", "seconds", "cache_hits", "cache_misses"):
                     total[key] += c.get(key, 0)
     if not cost:  # a run killed before it could write its manifest: time from the records
         for r in records:
-            c = cost.setdefault(
-                r.condition,
-                {
-                    "answered": 0,
-                    "skipped": 0,
-                    "failed": 0,
-                    "seconds": 0.0,
-                    "cache_hits": 0,
-                    "cache_misses": 0,
-                },
-            )
+            c = cost.setdefault(r.condition, _no_cost())
             c["answered"] += 1
             c["failed"] += r.pred is None and r.gold is not None
             c["seconds"] = round(c["seconds"] + r.latency_s, 1)
