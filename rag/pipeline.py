@@ -24,6 +24,7 @@ from typing import Any
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 from rag.check.gate import SupportChecker, SupportGate
+from rag.check.quotes import QuoteModel, best_quotes, quoted_answer, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.choice import choose_option
@@ -71,6 +72,10 @@ class PipelineSettings:
     support_policy: SupportPolicy = _PROFILE.verify.policy
     # Which rules make a passage "about" the question (rag/check/aboutness.py)
     gate_rules: GateRules = field(default_factory=lambda: _rules(_PROFILE))
+    # None: always generate; a probability: answer with the kept passages' sentences, word for
+    # word, when the quote model gives the best one at least this (rag/check/quotes.py)
+    quote_threshold: float | None = _PROFILE.quote.threshold
+    quote_sentences: int = _PROFILE.quote.sentences
 
     @classmethod
     def from_profile(cls, profile: Profile) -> PipelineSettings:
@@ -89,6 +94,8 @@ class PipelineSettings:
             filters=Filters(sources=frozenset(r.sources), sections=frozenset(r.sections)),
             support_policy=profile.verify.policy,
             gate_rules=_rules(profile),
+            quote_threshold=profile.quote.threshold,
+            quote_sentences=profile.quote.sentences,
         )
 
 
@@ -151,7 +158,8 @@ class Pipeline:
         self.settings = settings or PipelineSettings()
         with_rules = getattr(verifier, "with_rules", None)  # the verifier's share of the gate's checks
         self.verifier = with_rules(self.settings.gate_rules) if with_rules is not None else verifier
-        self._sentences = _sentence_model(reranker, self.settings.sentence_budget)
+        self._sentences = _sentence_model(reranker, "sentence_budget", self.settings.sentence_budget)
+        self._quoter = _sentence_model(reranker, "quote.threshold", self.settings.quote_threshold)
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
 
@@ -321,6 +329,11 @@ class Pipeline:
             )
             return
         found = self.evidence(question, filters=filters, clock=clock, history=history)
+        quoted = self._quoted(question, clock, found)
+        if quoted is not None:
+            yield quoted.text
+            yield quoted
+            return
         gate = SupportGate(
             question,
             found.kept,
@@ -339,6 +352,23 @@ class Pipeline:
             yield abstention
             return
         yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
+
+    def _quoted(self, question: str, clock: Clock, found: Evidence) -> Answer | None:
+        """The answer as the kept passages' own sentences, when the quote model is confident that
+        the best of them answers (``quote_threshold``); None sends the question on to generation.
+        A failing relevance model sends it on too, noted."""
+        s, model = self.settings, self._quoter
+        if s.quote_threshold is None or model is None or not found.kept:
+            return None
+        try:
+            scored = clock.run("quote", sentences, question, found.kept, model, self.vocabulary())
+        except ModelError as exc:
+            found.notes.append(f"quoting unavailable ({exc}); the answer was generated instead")
+            return None
+        quotes = best_quotes(scored, QuoteModel.shipped(), s.quote_sentences)
+        if not quotes or quotes[0].probability < s.quote_threshold:
+            return None
+        return quoted_answer(question, quotes, found.kept, clock.timings, found.usage, found.notes)
 
     def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:
         """Why the pipeline abstains before generating, if it does: no passage cleared the evidence
@@ -532,15 +562,16 @@ class Pipeline:
         return choose_option(self.generator, question, options, found.kept, clock, found.usage, found.notes)
 
 
-def _sentence_model(reranker: Reranker, budget: int | None) -> SentenceModel | None:
-    """What scores sentences for ``budget``: the reranker's own relevance model, so selection loads no
-    second model. Refused at construction when the reranker has none, not on the first question."""
-    if budget is None:
+def _sentence_model(reranker: Reranker, setting: str, value: object) -> SentenceModel | None:
+    """What scores sentences for a ``setting`` that needs it (None: unset): the reranker's own
+    relevance model, so no second model loads. Refused at construction when the reranker has
+    none, not on the first question."""
+    if value is None:
         return None
     if not isinstance(reranker, SentenceModel):
         raise ConfigError(
-            f"sentence_budget={budget} needs a reranker that scores sentences, and {reranker.name!r} does "
-            'not; use the trained reranker (rerank.backend = "trained") or leave sentence_budget unset'
+            f"{setting}={value} needs a reranker that scores sentences, and {reranker.name!r} does "
+            f'not; use the trained reranker (rerank.backend = "trained") or leave {setting} unset'
         )
     return reranker
 

@@ -104,6 +104,13 @@ class VerifyConfig(_Strict):
     uncited: Literal["quoted", "supported"] = "quoted"
 
 
+class QuoteConfig(_Strict):
+    # None: never answer by quoting; a probability: quote the sources when the quote model
+    # (rag/check/quotes.py) gives the best sentence at least this
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    sentences: int = Field(default=3, ge=1, le=10)  # how many sentences a quoted answer shows
+
+
 class Profile(_Strict):
     name: str = "default"
     description: str = ""
@@ -113,6 +120,7 @@ class Profile(_Strict):
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
     verify: VerifyConfig = Field(default_factory=VerifyConfig)
+    quote: QuoteConfig = Field(default_factory=QuoteConfig)
 
 
 def available_profiles() -> list[str]:

@@ -76,7 +76,11 @@ def answer_to_text(answer: Answer) -> str:
         header = "Answer (rag; no valid citation: unverified)"
     else:
         header = f"Answer ({answer.mode})"
-    lines += [header, textwrap.fill(answer.text, 96), ""]
+    body = "\n".join(
+        textwrap.fill(line, 96, subsequent_indent="  " if line.startswith("- ") else "")
+        for line in answer.text.splitlines()
+    )
+    lines += [header, body, ""]
     if answer.citations:
         lines.append("Sources:")
         for c in answer.citations:

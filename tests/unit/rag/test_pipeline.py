@@ -455,3 +455,46 @@ def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite()
         ("stream", wanted),  # the same, streamed
         ("generate", wanted),  # closed-book: no rewrite
     ]
+
+
+# -- quoted answers (quote.threshold) --------------------------------------------------------------
+def quote_pipeline(threshold: float | None, **kw) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
+    gen, reranker = FakeGenerator("Use the CHA2DS2-VASc score [1]."), SentenceReranker("CHA2DS2-VASc", **kw)
+    settings = PipelineSettings(threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2)
+    return (
+        Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings),
+        gen,
+        reranker,
+    )
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_confident_quote_answers_with_the_sources_own_sentences_without_generating(streamed):
+    pipe, gen, reranker = quote_pipeline(0.0)
+    answer = final(pipe, "Which score estimates stroke risk in AF?", streamed)
+    assert answer.mode == "rag" and gen.calls == [] and "quote" in answer.timings
+    assert len(answer.citations) == 2 and reranker.logit_calls
+    for c in answer.citations:  # each citation is exactly the quoted sentence of its document
+        assert DOCS[c.doc_id][c.start : c.end] == c.quote and c.quote in answer.text.replace("\n", " ")
+    assert answer.citations[0].quote == "The CHA2DS2-VASc score estimates stroke risk."
+    assert [s.markers for s in answer.sentences] == [(c.marker,) for c in answer.citations]
+    assert [h.chunk for h in answer.evidence] == [doc_hit("af", 1).chunk, doc_hit("cap", 2).chunk]
+
+
+def test_an_unsure_quote_sends_the_question_on_to_generation():
+    pipe, gen, _ = quote_pipeline(1.0)
+    answer = pipe.answer("Which score estimates stroke risk in AF?")
+    assert len(gen.calls) == 1 and "quote" in answer.timings
+    assert not any("quoted" in n for n in answer.notes)
+
+
+def test_a_failing_quote_scorer_generates_instead_and_says_so():
+    pipe, gen, _ = quote_pipeline(0.0, error=ModelError("overlay gone"))
+    answer = pipe.answer("Which score?")
+    assert len(gen.calls) == 1
+    assert any("quoting unavailable" in n and "overlay gone" in n for n in answer.notes)
+
+
+def test_quoting_without_a_sentence_scoring_reranker_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"quote\.threshold=0\.5 needs a reranker that scores sentences"):
+        pipeline(FakeGenerator("x"), quote_threshold=0.5)

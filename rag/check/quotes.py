@@ -1,0 +1,237 @@
+"""Quoted answers: the sentences of the kept passages that answer the question, word for word.
+
+A generated sentence can say what its passage does not; a quoted one cannot. For a clinician's
+question about a guideline the answer is usually one line of it ("Spironolactone: start 100 mg
+daily, titrate up to 400 mg daily"), so medcite first looks for that line among the sentences of
+the passages it kept, and answers with it, cited to its exact character span, when a model
+trained for that judgement is confident enough; otherwise the question goes on to generation
+and the support gate as before.
+
+The judgement is one logistic regression (``weights/quotes.json``, fitted on the clinician
+benchmark's dev part by ``python -m training.quotes``) over what is already computed for each
+sentence: the relevance model's logit for (heading + sentence, question) and the sentence's rank
+by it, the passage's calibrated relevance, how much of the question's concepts the sentence
+covers (alone, and with its passage's title and section path; corpus abbreviations and idf as
+the aboutness model reads them), whether it gives the kind of answer asked for (a dose states
+an amount) and whether it holds a number when the question asks for one (how much, how long,
+what cut-off). The probability is the model's estimate that the sentence states the
+question's key fact; the threshold and how many sentences to quote are profile settings
+(``[quote]``), chosen on dev.
+
+A sentence that begins where its chunk was cut mid-word (chunks overlap) is not a quote.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import ConfigError
+from core.types import Answer, Chunk, Citation, Hit, SentenceSupport
+from rag.check.aboutness import Question, about_features, asked_for
+from rag.check.plain_text import plain_text
+from rag.check.rules import GateRules
+from rag.check.terms import Vocabulary, chunk_stems
+from rag.generate.sentences import sentence_spans
+from rag.rerank.evidence import heading
+from rag.rerank.sentences import SentenceScorer, narrowed
+
+QUOTE_MODEL = Path(__file__).parent / "weights" / "quotes.json"
+FEATURES = (
+    "relevance_logit",
+    "log_rank",
+    "passage_relevance",
+    "sentence_coverage",
+    "heading_coverage",
+    "asked_for_given",
+    "number_given",
+    "number_missing",
+    "log_words",
+)
+# a question that asks for a quantity, a time or a threshold
+ASKS_NUMBER = re.compile(
+    r"\b(?:how (?:much|many|long|soon|often|high|low|far|fast|quickly|big|large|frequently)"
+    r"|what (?:dose|dosage|rate|level|score|threshold|cut-?off|target|percentage|interval|age|volume)"
+    r"|cut-?off|threshold|when|at what|maximum|minimum|max|min|top dose|limit|within|duration"
+    r"|doses?|dosing|interval|target|goal|number of|percent)\b",
+    re.IGNORECASE,
+)
+GIVES_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|twelve|once|twice|daily|weekly|annually)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Quote:
+    """One sentence of a kept passage: ``hit`` narrowed to its span (same chunk_id, document
+    offsets moved, so the citation resolves to exactly this sentence), ``source`` the 1-based
+    number of the passage in the evidence, and the model's probability that it answers."""
+
+    hit: Hit
+    source: int
+    probability: float
+
+
+@dataclass(frozen=True)
+class QuoteModel:
+    weights: tuple[float, ...]
+    bias: float
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        z = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale @ np.asarray(
+            self.weights
+        ) + self.bias
+        return np.asarray(0.5 * (1.0 + np.tanh(z / 2.0)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "features": list(FEATURES),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+        }
+
+    @classmethod
+    def read(cls, path: Path = QUOTE_MODEL) -> QuoteModel:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot read the quote model {path}: {exc}; run `python -m training.quotes`"
+            ) from exc
+        if tuple(raw.get("features", ())) != FEATURES:
+            raise ConfigError(
+                f"the quote model {path} reads features {raw.get('features')}, this code computes "
+                f"{list(FEATURES)}; retrain it with `python -m training.quotes`"
+            )
+        return cls(tuple(raw["weights"]), float(raw["bias"]), tuple(raw["mean"]), tuple(raw["scale"]))
+
+    @classmethod
+    @cache
+    def shipped(cls) -> QuoteModel:
+        return cls.read(QUOTE_MODEL)
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """Every quotable sentence of some hits, with its features (one row each, ``FEATURES``)."""
+
+    quotes: tuple[Quote, ...]  # probability 0 until a model scores them
+    features: np.ndarray
+
+
+def _quotable(chunk: Chunk) -> list[tuple[int, int]]:
+    """Sentence spans of ``chunk``, without a first one that starts mid-word (a cut chunk)."""
+    spans = sentence_spans(chunk.text) or [(0, len(chunk.text))]
+    first = chunk.text[spans[0][0] : spans[0][0] + 1]
+    if chunk.start > 0 and first.islower():
+        spans = spans[1:]
+    return [(s, e) for s, e in spans if any(ch.isalpha() for ch in chunk.text[s:e])]
+
+
+def sentences(
+    question: str, hits: Sequence[Hit], scorer: SentenceScorer, vocabulary: Vocabulary | None
+) -> Sentences:
+    """The sentences of ``hits`` and their features; the relevance model scores them in one batch."""
+    units = [(n, s, e) for n, hit in enumerate(hits) for s, e in _quotable(hit.chunk)]
+    if not units:
+        return Sentences((), np.zeros((0, len(FEATURES))))
+    texts = []
+    for n, s, e in units:
+        chunk = hits[n].chunk
+        head = heading(chunk)
+        texts.append(f"{head}\n{chunk.text[s:e]}" if head else chunk.text[s:e])
+    logits = np.asarray(scorer.logits(question, texts), dtype=np.float64)
+    rank = np.empty(len(units))
+    rank[np.argsort(-logits, kind="stable")] = np.arange(len(units))
+    concepts = Question.read(question, vocabulary, GateRules(terms="judged")).concepts
+    kinds = asked_for(question)
+    asks_number = 1.0 if ASKS_NUMBER.search(question) else 0.0
+    rows, quotes = [], []
+    for i, (n, s, e) in enumerate(units):
+        hit = hits[n]
+        piece = narrowed(hit.chunk, s, e)
+        alone = dataclasses.replace(piece, title="", section=())
+        gives = 1.0 if GIVES_NUMBER.search(piece.text) else 0.0
+        rows.append(
+            (
+                logits[i],
+                math.log1p(rank[i]),
+                hit.score,
+                about_features(concepts, chunk_stems(alone), None)[0],
+                about_features(concepts, chunk_stems(piece), None)[0],
+                float(np.mean([k.given_in(piece.text) for k in kinds])) if kinds else 1.0,
+                asks_number * gives,
+                asks_number * (1.0 - gives),
+                math.log1p(len(piece.text.split())),
+            )
+        )
+        quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0))
+    return Sentences(tuple(quotes), np.asarray(rows, dtype=np.float64))
+
+
+def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
+    """The ``count`` sentences most likely to answer, best first (ties: document order).
+
+    The later ones are shown whatever their probability: on dev, asking them to reach 0.1-0.3
+    as well only lost correct answers (``training/quotes.py`` measured it)."""
+    if not found.quotes:
+        return []
+    p = model.probabilities(found.features)
+    order = sorted(range(len(p)), key=lambda i: (-p[i], i))[:count]
+    return [dataclasses.replace(found.quotes[i], probability=float(p[i])) for i in order]
+
+
+QUOTED_NOTE = (
+    "quoted word for word from the sources: the sentences most likely to answer the question "
+    "(rag/check/quotes.py), each cited to its exact span"
+)
+
+
+def quoted_answer(
+    question: str,
+    quotes: Sequence[Quote],
+    evidence: Sequence[Hit],
+    timings: dict[str, float],
+    usage: dict[str, int],
+    notes: Sequence[str],
+) -> Answer:
+    """An answer made of ``quotes``, best first, one line each, cited ``[n]`` to the evidence
+    passage it comes from; each citation spans exactly the quoted sentence."""
+    lines, supports = [], []
+    for quote in quotes:
+        text = " ".join(plain_text(quote.hit.chunk.text).split()).lstrip("-*>• ").strip()
+        lines.append(f"- {text} [{quote.source}]")
+        supports.append(
+            SentenceSupport(
+                text=text,
+                markers=(quote.source,),
+                support=1.0,  # a sentence of its passage, word for word
+                supported=True,
+                reasons=(f"quoted; P(answers the question) = {quote.probability:.2f}",),
+            )
+        )
+    return Answer(
+        question=question,
+        text="The sources say:\n" + "\n".join(lines),
+        mode="rag",
+        citations=tuple(Citation.from_chunk(q.source, q.hit.chunk, 1.0) for q in quotes),
+        sentences=tuple(supports),
+        evidence=tuple(evidence),
+        timings=timings,
+        usage=usage,
+        notes=(*notes, QUOTED_NOTE),
+    )

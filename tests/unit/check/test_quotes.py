@@ -1,0 +1,112 @@
+"""Quoted answers (rag/check/quotes.py): which sentences are quotable, their features, the model
+file, and the answer made of them. The relevance model is a keyword stand-in here; the shipped
+quote model is measured on the clinician benchmark (docs/results/clinician/)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from core.errors import ConfigError
+from rag.check.quotes import (
+    FEATURES,
+    QUOTE_MODEL,
+    QuoteModel,
+    best_quotes,
+    quoted_answer,
+    sentences,
+)
+from tests.helpers import make_hit
+
+DOC = (
+    "Ascites\n\n**Spironolactone:** Start 100 mg daily, titrate up to 400 mg daily. "
+    "Maintain a 100:40 ratio with furosemide. Restrict sodium."
+)
+
+
+class Keywords:
+    def __init__(self, *words: str) -> None:
+        self.words = words
+
+    def logits(self, question, passages):
+        return np.array([sum(w in p for w in self.words) for p in passages], dtype=float)
+
+
+def cut_hit(offset: int, score: float = 0.8):
+    """A passage of DOC from ``offset`` on (chunks overlap, so one may start mid-word)."""
+    return make_hit("doc#0", DOC[offset:], score=score, start=offset, end=len(DOC), doc_id="doc")
+
+
+def test_every_sentence_is_a_quote_with_its_exact_span_and_one_feature_row():
+    start = DOC.index("**Spiro")
+    found = sentences("What is the top spironolactone dose?", [cut_hit(start)], Keywords("400 mg"), None)
+    assert found.features.shape == (3, len(FEATURES)) and np.isfinite(found.features).all()
+    for q in found.quotes:
+        assert DOC[q.hit.chunk.start : q.hit.chunk.end] == q.hit.chunk.text and q.source == 1
+    assert [q.hit.chunk.text for q in found.quotes][1:] == [
+        "Maintain a 100:40 ratio with furosemide.",
+        "Restrict sodium.",
+    ]
+    gives = found.features[:, FEATURES.index("number_given")]  # the question asks "what ... dose"
+    assert gives.tolist() == [1.0, 1.0, 0.0]
+
+
+def test_a_first_sentence_cut_mid_word_is_not_quotable():
+    middle = DOC.index("olactone:")  # a chunk starting inside "Spironolactone"
+    found = sentences("What dose?", [cut_hit(middle)], Keywords("mg"), None)
+    assert [q.hit.chunk.text for q in found.quotes] == [
+        "Maintain a 100:40 ratio with furosemide.",
+        "Restrict sodium.",
+    ]
+
+
+def test_no_sentences_no_quotes():
+    empty = sentences("What dose?", [], Keywords("mg"), None)
+    assert empty.quotes == () and best_quotes(empty, QuoteModel.shipped(), 3) == []
+
+
+def test_best_quotes_are_best_first():
+    found = sentences(
+        "What is the top spironolactone dose?", [cut_hit(DOC.index("**Spiro"))], Keywords("400"), None
+    )
+    model = QuoteModel(
+        (1.0,) + (0.0,) * (len(FEATURES) - 1), 0.0, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES)
+    )
+    best = best_quotes(found, model, 3)
+    assert [round(q.probability, 3) for q in best] == [0.731, 0.5, 0.5]  # logits 1, 0, 0
+    assert "400 mg" in best[0].hit.chunk.text
+    assert len(best_quotes(found, model, 1)) == 1
+
+
+def test_a_quote_model_for_other_features_is_refused_with_the_command_to_retrain(tmp_path):
+    raw = json.loads(QUOTE_MODEL.read_text())
+    raw["features"] = ["relevance_logit"]
+    path = tmp_path / "quotes.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ConfigError, match=r"python -m training\.quotes"):
+        QuoteModel.read(path)
+    with pytest.raises(ConfigError, match="cannot read"):
+        QuoteModel.read(tmp_path / "missing.json")
+
+
+def test_the_shipped_quote_model_was_fitted_on_the_frozen_dev_part_only():
+    manifest = json.loads(QUOTE_MODEL.read_text())["manifest"]
+    from evals.datasets.clinician import FROZEN_SHA256
+
+    assert manifest["frozen_sha256"] == FROZEN_SHA256 and "dev part only" in manifest["data"]
+    assert manifest["command"] == "python -m training.quotes"
+
+
+def test_a_quoted_answer_cites_each_line_to_its_passage_and_span():
+    found = sentences(
+        "What is the top spironolactone dose?", [cut_hit(DOC.index("**Spiro"))], Keywords("400"), None
+    )
+    quotes = best_quotes(found, QuoteModel.shipped(), 2)
+    answer = quoted_answer("q", quotes, [cut_hit(0)], {"quote": 0.1}, {}, ["earlier note"])
+    assert answer.mode == "rag" and answer.text.startswith("The sources say:\n- ")
+    assert answer.text.count("[1]") == 2 and "**" not in answer.text  # plain text, each line cited
+    assert [c.quote for c in answer.citations] == [q.hit.chunk.text for q in quotes]
+    assert all(s.supported and s.markers == (1,) for s in answer.sentences)
+    assert answer.notes[0] == "earlier note" and "quoted word for word" in answer.notes[-1]

@@ -1,0 +1,201 @@
+"""Fit the quote model (``rag/check/quotes.py``) on the clinician benchmark's dev part.
+
+    python -m training.quotes [--profile default] [--out rag/check/weights/quotes.json]
+
+For every dev question, the profile's kept passages (its evidence threshold and ``keep``, from
+the cached candidate scores ``training.aboutness.scored_candidates`` writes) are cut into
+sentences; a sentence is a positive when it states the question's key fact and its passage is
+one that answers the question (``evals.datasets.clinician``), every other sentence, and every
+sentence of an unanswerable question, a negative. A logistic regression on the standardised
+features is the model. Its dev curve is cross-validated by guideline folder (five folds, each
+folder's questions scored by a model fitted without them), so the threshold is chosen from
+scores the model did not fit; the test part is never read here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.paths import Paths
+from core.types import Chunk, Hit
+from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given, load_clinician
+from rag.check.quotes import FEATURES, QUOTE_MODEL, Quote, QuoteModel, Sentences, best_quotes, sentences
+from rag.check.terms import Vocabulary
+from rag.rerank.sentences import SentenceModel, SentenceScorer
+from training.aboutness import answering, scored_candidates
+from training.calibrate import fit_logistic
+
+FOLDS = 5
+THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
+COUNTS = (1, 2, 3)
+ALSO = (0.0, 0.1, 0.2, 0.3)  # the probability the sentences after the best would need: none paid
+
+
+def kept_hits(
+    item: ClinicianItem,
+    candidates: dict[str, Any],
+    chunk_of: Callable[[str], Chunk],
+    threshold: float,
+    keep: int,
+) -> list[Hit]:
+    """The passages the pipeline keeps for ``item``: those over the threshold, retrieval order."""
+    scored = [(cid, p) for cid, p in candidates[item.question] if p >= threshold][:keep]
+    return [Hit(chunk_of(cid), float(p), n, "hybrid") for n, (cid, p) in enumerate(scored, start=1)]
+
+
+def labelled(
+    items: Sequence[ClinicianItem],
+    hits_of: Callable[[ClinicianItem], list[Hit]],
+    scorer: SentenceScorer,
+    vocabulary: Vocabulary,
+) -> list[tuple[ClinicianItem, Sentences, np.ndarray]]:
+    """Each item's sentences with their features and labels (1: states the key fact, from an
+    answering passage)."""
+    out = []
+    for n, item in enumerate(items, start=1):
+        hits = hits_of(item)
+        found = sentences(item.question, hits, scorer, vocabulary)
+        y = np.array(
+            [
+                int(
+                    item.answerable
+                    and key_fact_given(item, q.hit.chunk.text)
+                    and answering(item, hits[q.source - 1].chunk)
+                )
+                for q in found.quotes
+            ],
+            dtype=np.int64,
+        )
+        out.append((item, found, y))
+        if n % 50 == 0:
+            print(f"featurised {n}/{len(items)} questions", flush=True)
+    return out
+
+
+def fit(rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]]) -> QuoteModel:
+    x = np.vstack([s.features for _, s, _ in rows if len(s.quotes)])
+    y = np.concatenate([lab for _, s, lab in rows if len(s.quotes)])
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+    weights, bias = fit_logistic((x - mean) / scale, y, l2=1e-2)
+    return QuoteModel(
+        tuple(round(float(w), 6) for w in weights),
+        round(float(bias), 6),
+        tuple(round(float(m), 6) for m in mean),
+        tuple(round(float(s), 6) for s in scale),
+    )
+
+
+def outcomes(item: ClinicianItem, quotes: Sequence[Quote], hits: Sequence[Hit], threshold: float) -> str:
+    """What answering with ``quotes`` would score: correct / wrong / abstained / answered."""
+    if not quotes or quotes[0].probability < threshold:
+        return "abstained"
+    if not item.answerable:
+        return "answered"
+    texts = " ".join(q.hit.chunk.text for q in quotes)
+    sources = any(answering(item, hits[q.source - 1].chunk) for q in quotes)
+    return "correct" if key_fact_given(item, texts) and sources else "wrong"
+
+
+def cross_validated_curve(
+    rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]], hits: dict[str, list[Hit]]
+) -> list[dict[str, Any]]:
+    """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it."""
+    groups = sorted({item.group for item, _, _ in rows})
+    chosen: dict[str, tuple[ClinicianItem, Sentences, QuoteModel]] = {}
+    for fold in range(FOLDS):
+        held = set(groups[fold::FOLDS])
+        model = fit([r for r in rows if r[0].group not in held])
+        for item, found, _ in rows:
+            if item.group in held:
+                chosen[item.qid] = (item, found, model)
+    curve = []
+    for count, also, threshold in itertools.product(COUNTS, ALSO, THRESHOLDS):
+        if count == 1 and also > 0:
+            continue
+        tally: dict[str, dict[str, int]] = {}
+        for item, found, model in chosen.values():
+            best = best_quotes(found, model, count)
+            best = best[:1] + [q for q in best[1:] if q.probability >= also]  # is "also" worth a setting?
+            got = outcomes(item, best, hits[item.qid], threshold)
+            row = tally.setdefault(item.kind, {})
+            row[got] = row.get(got, 0) + 1
+        curve.append({"count": count, "also": also, "threshold": threshold, **tally})
+    return curve
+
+
+def choose(curve: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The setting with the most ``correct - 3 x wrong`` answerable questions among those that
+    abstain on >= 95% of near-corpus and every far question (ties: fewer sentences, then the
+    higher thresholds): a wrong answer costs three correct ones, and unanswerable questions keep
+    the issue's floor."""
+
+    def rate(row: dict[str, Any], kind: str) -> float:
+        counts = row.get(kind, {})
+        return counts.get("abstained", 0) / max(1, sum(counts.values()))
+
+    safe = [r for r in curve if rate(r, "near") >= 0.95 and rate(r, "far") == 1.0]
+    if not safe:
+        raise SystemExit("no setting abstains on 95% of near-corpus dev questions; widen the grid")
+
+    def worth(row: dict[str, Any]) -> tuple[float, ...]:
+        answered = row.get("answerable", {})
+        gain = answered.get("correct", 0) - 3 * answered.get("wrong", 0)
+        return (gain, -row["count"], row["also"], row["threshold"])
+
+    return max(safe, key=worth)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--out", type=Path, default=QUOTE_MODEL)
+    args = parser.parse_args()
+    from rag.assemble import assemble
+    from rag.indexing import corpus_vocabulary
+    from rag.profile import load_profile
+
+    paths = Paths.from_env()
+    items = load_clinician(part="dev")
+    candidates = scored_candidates(items, args.profile, paths)
+    profile = load_profile(args.profile)
+    assembled = assemble(profile, paths)
+    chunk_of = assembled.index.chunks.by_id
+    vocabulary = corpus_vocabulary(paths, assembled.index)
+    threshold, keep = profile.rerank.threshold or 0.0, profile.rerank.keep
+    hits = {item.qid: kept_hits(item, candidates, chunk_of, threshold, keep) for item in items}
+    scorer = assembled.pipeline.reranker
+    if not isinstance(scorer, SentenceModel):
+        raise SystemExit(f"profile {args.profile!r} has no relevance model to score sentences with")
+    rows = labelled(items, lambda item: hits[item.qid], scorer, vocabulary)
+    model = fit(rows)
+    curve = cross_validated_curve(rows, hits)
+    out = {
+        **model.to_json(),
+        "manifest": {
+            "data": "evals/datasets/clinician_questions.jsonl, dev part only",
+            "data_sha256": file_sha256(),
+            "frozen_sha256": FROZEN_SHA256,
+            "sentences": int(sum(len(lab) for _, _, lab in rows)),
+            "positives": int(sum(int(lab.sum()) for _, _, lab in rows)),
+            "evidence_threshold": threshold,
+            "keep": keep,
+            "chosen": choose(curve),
+            "dev_curve_cross_validated_by_folder": curve,
+            "command": "python -m training.quotes",
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(json.dumps(dict(zip(FEATURES, model.weights, strict=True)), indent=1))
+    print("chosen on dev:", json.dumps(out["manifest"]["chosen"]))
+
+
+if __name__ == "__main__":
+    main()
