@@ -329,7 +329,7 @@ class Pipeline:
             )
             return
         found = self.evidence(question, filters=filters, clock=clock, history=history)
-        quoted = self._quoted(question, clock, found)
+        quoted = self.quoted(question, found, clock)
         if quoted is not None:
             yield quoted.text
             yield quoted
@@ -353,15 +353,17 @@ class Pipeline:
             return
         yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
 
-    def _quoted(self, question: str, clock: Clock, found: Evidence) -> Answer | None:
+    def quoted(self, question: str, found: Evidence, clock: Clock | None = None) -> Answer | None:
         """The answer as the kept passages' own sentences, when the quote model is confident that
         the best of them answers (``quote_threshold``); None sends the question on to generation.
         A failing relevance model sends it on too, noted."""
-        s, model = self.settings, self._quoter
+        s, model, clock = self.settings, self._quoter, clock or Clock()
         if s.quote_threshold is None or model is None or not found.kept:
             return None
         try:
-            scored = clock.run("quote", sentences, question, found.kept, model, self.vocabulary())
+            scored = clock.run(
+                "quote", sentences, question, found.kept, model, self.vocabulary(), s.gate_rules
+            )
         except ModelError as exc:
             found.notes.append(f"quoting unavailable ({exc}); the answer was generated instead")
             return None

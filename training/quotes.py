@@ -27,6 +27,7 @@ from core.paths import Paths
 from core.types import Chunk, Hit
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given, load_clinician
 from rag.check.quotes import FEATURES, QUOTE_MODEL, Quote, QuoteModel, Sentences, best_quotes, sentences
+from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.rerank.sentences import SentenceModel, SentenceScorer
 from training.aboutness import answering, scored_candidates
@@ -55,13 +56,14 @@ def labelled(
     hits_of: Callable[[ClinicianItem], list[Hit]],
     scorer: SentenceScorer,
     vocabulary: Vocabulary,
+    rules: GateRules,
 ) -> list[tuple[ClinicianItem, Sentences, np.ndarray]]:
     """Each item's sentences with their features and labels (1: states the key fact, from an
     answering passage)."""
     out = []
     for n, item in enumerate(items, start=1):
         hits = hits_of(item)
-        found = sentences(item.question, hits, scorer, vocabulary)
+        found = sentences(item.question, hits, scorer, vocabulary, rules)
         y = np.array(
             [
                 int(
@@ -159,6 +161,7 @@ def main() -> None:
     args = parser.parse_args()
     from rag.assemble import assemble
     from rag.indexing import corpus_vocabulary
+    from rag.pipeline import PipelineSettings
     from rag.profile import load_profile
 
     paths = Paths.from_env()
@@ -173,7 +176,13 @@ def main() -> None:
     scorer = assembled.pipeline.reranker
     if not isinstance(scorer, SentenceModel):
         raise SystemExit(f"profile {args.profile!r} has no relevance model to score sentences with")
-    rows = labelled(items, lambda item: hits[item.qid], scorer, vocabulary)
+    rows = labelled(
+        items,
+        lambda item: hits[item.qid],
+        scorer,
+        vocabulary,
+        PipelineSettings.from_profile(profile).gate_rules,
+    )
     model = fit(rows)
     curve = cross_validated_curve(rows, hits)
     out = {

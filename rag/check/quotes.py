@@ -133,20 +133,51 @@ class Sentences:
     features: np.ndarray
 
 
+_SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
+
+
+def _table_header(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is a Markdown table's header row (the next line separates)."""
+    if not text[start:end].lstrip().startswith("|"):
+        return False
+    rest = text[end:].lstrip("\n").split("\n", 1)[0]
+    return bool(_SEPARATOR_ROW.match(rest))
+
+
 def _quotable(chunk: Chunk) -> list[tuple[int, int]]:
-    """Sentence spans of ``chunk``, without a first one that starts mid-word (a cut chunk)."""
-    spans = sentence_spans(chunk.text) or [(0, len(chunk.text))]
-    first = chunk.text[spans[0][0] : spans[0][0] + 1]
-    if chunk.start > 0 and first.islower():
+    """Sentence spans of ``chunk`` that can stand as a quote: not a first one that starts
+    mid-word (chunks overlap, so one may be cut), not a table's header row, and with words."""
+    text = chunk.text
+    spans = sentence_spans(text) or [(0, len(text))]
+    if chunk.start > 0 and text[spans[0][0] : spans[0][0] + 1].islower():
         spans = spans[1:]
-    return [(s, e) for s, e in spans if any(ch.isalpha() for ch in chunk.text[s:e])]
+    return [
+        (s, e) for s, e in spans if any(ch.isalpha() for ch in text[s:e]) and not _table_header(text, s, e)
+    ]
+
+
+def off_scope(
+    question: str, hits: Sequence[Hit], vocabulary: Vocabulary | None, rules: GateRules
+) -> set[int]:
+    """The hits (0-based) a quote may not come from: those failing the gate's passage checks other
+    than the subject's (``aboutness.Question.missing``: another "type X", the population asked
+    about unnamed, the kind of answer asked for never spoken of); the quote model judges the
+    subject itself."""
+    read = Question.read(question, vocabulary, dataclasses.replace(rules, terms="off"))
+    return {n for n, hit in enumerate(hits) if read.missing(hit.chunk)}
 
 
 def sentences(
-    question: str, hits: Sequence[Hit], scorer: SentenceScorer, vocabulary: Vocabulary | None
+    question: str,
+    hits: Sequence[Hit],
+    scorer: SentenceScorer,
+    vocabulary: Vocabulary | None,
+    rules: GateRules | None = None,
 ) -> Sentences:
-    """The sentences of ``hits`` and their features; the relevance model scores them in one batch."""
-    units = [(n, s, e) for n, hit in enumerate(hits) for s, e in _quotable(hit.chunk)]
+    """The quotable sentences of ``hits`` and their features, the relevance model scoring them in
+    one batch; with ``rules``, none from a passage :func:`off_scope` names."""
+    barred = off_scope(question, hits, vocabulary, rules) if rules is not None else set()
+    units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
     if not units:
         return Sentences((), np.zeros((0, len(FEATURES))))
     texts = []
