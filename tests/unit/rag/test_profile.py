@@ -21,6 +21,7 @@ def test_packaged_profiles_load_and_default_is_the_cited_chain():
     chosen = json.loads(dev.read_text(encoding="utf-8"))
     assert default.rerank.threshold == chosen["chosen"]["threshold"]
     assert load_profile("server").rerank == default.rerank
+    assert load_profile("server").quote == default.quote == load_profile("judged").quote
     assert default.reformulation.kind == "none"  # off by default
 
 
