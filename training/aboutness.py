@@ -25,6 +25,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,33 @@ from training.calibrate import fit_logistic, sigmoid
 
 PAIRS_PER_QUESTION = 8
 Candidates = dict[str, list[list[Any]]]  # question -> [[chunk_id, P(relevant)], ...] in retrieval order
+
+
+@dataclass
+class DevPart:
+    """The clinician dev part as the fitting scripts read it: its items, every candidate's cached
+    relevance, and the profile's assembled pipeline with the corpus vocabulary."""
+
+    items: list[ClinicianItem]
+    candidates: Candidates
+    profile: Any  # rag.profile.Profile
+    assembled: Any  # rag.assemble.Assembled
+    vocabulary: Vocabulary
+
+    @classmethod
+    def load(cls, profile_name: str, paths: Paths) -> DevPart:
+        from rag.assemble import assemble
+        from rag.indexing import corpus_vocabulary
+        from rag.profile import load_profile
+
+        items = load_clinician(part="dev")
+        candidates = scored_candidates(items, profile_name, paths)
+        profile = load_profile(profile_name)
+        assembled = assemble(profile, paths)
+        return cls(items, candidates, profile, assembled, corpus_vocabulary(paths, assembled.index))
+
+    def chunk_of(self, chunk_id: str) -> Chunk:
+        return self.assembled.index.chunks.by_id(chunk_id)  # type: ignore[no-any-return]
 
 
 def evidence_cache(paths: Paths) -> Path:
@@ -136,17 +164,15 @@ def main() -> None:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=ABOUTNESS_MODEL)
     args = parser.parse_args()
-    from rag.assemble import assemble
-    from rag.indexing import corpus_vocabulary
-    from rag.profile import load_profile
-
     paths = Paths.from_env()
-    items = load_clinician(part="dev")
-    candidates = scored_candidates(items, args.profile, paths)
-    profile = load_profile(args.profile)
-    assembled = assemble(profile, paths)
-    chunk_of = assembled.index.chunks.by_id
-    vocabulary = corpus_vocabulary(paths, assembled.index)
+    dev = DevPart.load(args.profile, paths)
+    items, candidates, profile, chunk_of, vocabulary = (
+        dev.items,
+        dev.candidates,
+        dev.profile,
+        dev.chunk_of,
+        dev.vocabulary,
+    )
     x, y = pairs(items, candidates, chunk_of, vocabulary)
     fitted: dict[str, dict[str, Any]] = {}
     params: dict[str, tuple[tuple[float, ...], float]] = {}

@@ -25,12 +25,12 @@ import numpy as np
 
 from core.paths import Paths
 from core.types import Chunk, Hit
-from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given, load_clinician
+from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given
 from rag.check.quotes import FEATURES, QUOTE_MODEL, Quote, QuoteModel, Sentences, best_quotes, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.rerank.sentences import SentenceModel, SentenceScorer
-from training.aboutness import answering, scored_candidates
+from training.aboutness import DevPart, answering
 from training.calibrate import fit_logistic
 
 FOLDS = 5
@@ -159,28 +159,20 @@ def main() -> None:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=QUOTE_MODEL)
     args = parser.parse_args()
-    from rag.assemble import assemble
-    from rag.indexing import corpus_vocabulary
     from rag.pipeline import PipelineSettings
-    from rag.profile import load_profile
 
-    paths = Paths.from_env()
-    items = load_clinician(part="dev")
-    candidates = scored_candidates(items, args.profile, paths)
-    profile = load_profile(args.profile)
-    assembled = assemble(profile, paths)
-    chunk_of = assembled.index.chunks.by_id
-    vocabulary = corpus_vocabulary(paths, assembled.index)
+    dev = DevPart.load(args.profile, Paths.from_env())
+    items, profile = dev.items, dev.profile
     threshold, keep = profile.rerank.threshold or 0.0, profile.rerank.keep
-    hits = {item.qid: kept_hits(item, candidates, chunk_of, threshold, keep) for item in items}
-    scorer = assembled.pipeline.reranker
+    hits = {item.qid: kept_hits(item, dev.candidates, dev.chunk_of, threshold, keep) for item in items}
+    scorer = dev.assembled.pipeline.reranker
     if not isinstance(scorer, SentenceModel):
         raise SystemExit(f"profile {args.profile!r} has no relevance model to score sentences with")
     rows = labelled(
         items,
         lambda item: hits[item.qid],
         scorer,
-        vocabulary,
+        dev.vocabulary,
         PipelineSettings.from_profile(profile).gate_rules,
     )
     model = fit(rows)

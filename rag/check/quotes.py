@@ -42,8 +42,7 @@ from rag.check.plain_text import plain_text
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary, chunk_stems
 from rag.generate.sentences import sentence_spans
-from rag.rerank.evidence import heading
-from rag.rerank.sentences import SentenceScorer, narrowed
+from rag.rerank.sentences import SentenceScorer, headed, narrowed
 
 QUOTE_MODEL = Path(__file__).parent / "weights" / "quotes.json"
 FEATURES = (
@@ -180,11 +179,7 @@ def sentences(
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
     if not units:
         return Sentences((), np.zeros((0, len(FEATURES))))
-    texts = []
-    for n, s, e in units:
-        chunk = hits[n].chunk
-        head = heading(chunk)
-        texts.append(f"{head}\n{chunk.text[s:e]}" if head else chunk.text[s:e])
+    texts = [headed(hits[n].chunk, s, e) for n, s, e in units]
     logits = np.asarray(scorer.logits(question, texts), dtype=np.float64)
     rank = np.empty(len(units))
     rank[np.argsort(-logits, kind="stable")] = np.arange(len(units))

@@ -48,6 +48,13 @@ def narrowed(chunk: Chunk, start: int, end: int) -> Chunk:
     )
 
 
+def headed(chunk: Chunk, start: int, end: int) -> str:
+    """What the relevance model reads of the sentence ``chunk.text[start:end]``: the passage's
+    headings, then the sentence, as the model was trained."""
+    head = heading(chunk)
+    return f"{head}\n{chunk.text[start:end]}" if head else chunk.text[start:end]
+
+
 def _runs(chosen: list[int], units: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     """Character spans of runs of consecutive chosen sentences (unit indexes ascending)."""
     merged: list[tuple[int, int]] = []
@@ -79,11 +86,7 @@ def select_sentences(
         units.extend((n, s, e) for s, e in spans)
     if not units:
         return list(hits)
-    texts = []
-    for n, s, e in units:
-        chunk = hits[n].chunk
-        head = heading(chunk)
-        texts.append(f"{head}\n{chunk.text[s:e]}" if head else chunk.text[s:e])
+    texts = [headed(hits[n].chunk, s, e) for n, s, e in units]
     scores = np.asarray(scorer.logits(question, texts), dtype=np.float64)
     sizes = [count(hits[n].chunk.text[s:e]) for n, s, e in units]
     chosen: set[int] = set()
