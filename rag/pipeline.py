@@ -356,7 +356,8 @@ class Pipeline:
     def quoted(self, question: str, found: Evidence, clock: Clock | None = None) -> Answer | None:
         """The answer as the kept passages' own sentences, when the quote model is confident that
         the best of them answers (``quote_threshold``); None sends the question on to generation.
-        A failing relevance model sends it on too, noted."""
+        A failing relevance model sends it on too, noted, and so does a quote holding one of the
+        client's ``stop`` sequences (a generated answer ends before it)."""
         s, model, clock = self.settings, self._quoter, clock or Clock()
         if s.quote_threshold is None or model is None or not found.kept:
             return None
@@ -370,7 +371,10 @@ class Pipeline:
         quotes = best_quotes(scored, QuoteModel.shipped(), s.quote_sentences)
         if not quotes or quotes[0].probability < s.quote_threshold:
             return None
-        return quoted_answer(question, quotes, found.kept, clock.timings, found.usage, found.notes)
+        answer = quoted_answer(question, quotes, found.kept, clock.timings, found.usage, found.notes)
+        if any(stop in answer.text for stop in s.stop):  # a client's stop sequence: generation honours it
+            return None
+        return answer
 
     def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:
         """Why the pipeline abstains before generating, if it does: no passage cleared the evidence
