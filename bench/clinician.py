@@ -66,6 +66,8 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
         changes["threshold"] = args.threshold
     if args.keep is not None:
         changes["keep"] = args.keep
+    if args.no_quotes:
+        changes["quote_threshold"] = None
     return changes
 
 
@@ -309,6 +311,7 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--keep", type=int, default=None)
+    parser.add_argument("--no-quotes", action="store_true", help="never answer by quoting ([quote] off)")
     parser.add_argument("--support", type=float, default=None, help="the verifier's support threshold")
     parser.add_argument("--uncited", choices=("quoted", "supported"), default=None)
     parser.add_argument(
