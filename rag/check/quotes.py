@@ -83,15 +83,16 @@ class Quote:
 
 @dataclass(frozen=True)
 class QuoteModel:
+    """``P(answers) = sigmoid(((x - mean) / scale) @ weights + bias)`` over the ``FEATURES`` row."""
+
     weights: tuple[float, ...]
     bias: float
     mean: tuple[float, ...]
     scale: tuple[float, ...]
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        z = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale @ np.asarray(
-            self.weights
-        ) + self.bias
+        standard = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale
+        z = standard @ np.asarray(self.weights) + self.bias
         return np.asarray(0.5 * (1.0 + np.tanh(z / 2.0)))
 
     def to_json(self) -> dict[str, Any]:
