@@ -44,6 +44,7 @@ from rag.assemble import assemble, make_generator
 from rag.check.rules import SWITCHES, GateRules
 from rag.pipeline import Pipeline
 from rag.profile import Profile, load_profile
+from rag.retrieve.query import clean_query
 
 GOOD = {"answerable": "correct", "near": "abstained", "far": "abstained"}
 SEED = 31
@@ -71,10 +72,56 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     return changes
 
 
-def ask(pipeline: Pipeline, items: Sequence[ClinicianItem], log: Path | None = None) -> list[dict[str, Any]]:
+def answer_or_replay(pipeline: Pipeline, question: str, unquoted: dict[str, Any] | None) -> Any:
+    """The pipeline's answer; with ``unquoted`` (an earlier run's records of the same part, made
+    with quoting off), a question the pipeline does not quote takes that run's record instead of
+    generating: the path after quoting is the same code, and deterministic (``*_agreement.json``)."""
+    if unquoted is None:
+        return pipeline.answer(question)
+    question = clean_query(question)
+    quoted = pipeline.quoted(question, pipeline.evidence(question))
+    return quoted if quoted is not None else unquoted[question]
+
+
+def scored_record(item: ClinicianItem, answer: Any, seconds: float) -> dict[str, Any]:
+    """One question's record: the answer, its outcome and every generated sentence's support."""
+    cited = [c.doc_id for c in answer.citations]
+    result = outcome(item, answer.mode, answer.text, cited)
+    return {
+        "qid": item.qid,
+        "kind": item.kind,
+        "group": item.group,
+        "question": item.question,
+        "mode": answer.mode,
+        "outcome": result,
+        "text": answer.text,
+        "cited": cited,
+        "evidence": [h.chunk.chunk_id for h in answer.evidence],
+        "notes": list(answer.notes),
+        # every generated sentence, shown or not, with its support: what a threshold curve reads
+        "sentences": [
+            {
+                "text": s.text,
+                "markers": list(s.markers),
+                "support": round(s.support, 4),
+                "status": s.status,
+                "reasons": list(s.reasons),
+            }
+            for s in answer.sentences
+        ],
+        "seconds": round(seconds, 2),
+    }
+
+
+def ask(
+    pipeline: Pipeline,
+    items: Sequence[ClinicianItem],
+    log: Path | None = None,
+    unquoted: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """Each item's answer, scored; with ``log``, each record is also appended there as it comes
     (JSON lines), and the items already in it are read back instead of asked again, so a
-    stopped run keeps its answers and resumes."""
+    stopped run keeps its answers and resumes. ``unquoted``: see :func:`answer_or_replay`."""
     done: dict[str, dict[str, Any]] = {}
     if log is not None and log.is_file():
         for line in log.read_text(encoding="utf-8").splitlines():
@@ -88,39 +135,19 @@ def ask(pipeline: Pipeline, items: Sequence[ClinicianItem], log: Path | None = N
             records.append(done[item.qid])
             continue
         t0 = time.perf_counter()
-        answer = pipeline.answer(item.question)
-        cited = [c.doc_id for c in answer.citations]
-        result = outcome(item, answer.mode, answer.text, cited)
-        records.append(
-            {
-                "qid": item.qid,
-                "kind": item.kind,
-                "group": item.group,
-                "question": item.question,
-                "mode": answer.mode,
-                "outcome": result,
-                "text": answer.text,
-                "cited": cited,
-                "evidence": [h.chunk.chunk_id for h in answer.evidence],
-                "notes": list(answer.notes),
-                # every generated sentence, shown or not, with its support: what a threshold curve reads
-                "sentences": [
-                    {
-                        "text": s.text,
-                        "markers": list(s.markers),
-                        "support": round(s.support, 4),
-                        "status": s.status,
-                        "reasons": list(s.reasons),
-                    }
-                    for s in answer.sentences
-                ],
-                "seconds": round(time.perf_counter() - t0, 2),
-            }
-        )
+        answer = answer_or_replay(pipeline, item.question, unquoted)
+        if isinstance(answer, dict):  # the earlier run's record, as it was
+            records.append({**answer, "replayed": True})
+        else:
+            records.append(scored_record(item, answer, time.perf_counter() - t0))
         if log is not None:
             with log.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(records[-1], ensure_ascii=False) + "\n")
-        print(f"[{n}/{len(items)} {time.perf_counter() - start:6.0f}s] {result:>12} {item.qid}", flush=True)
+        result, replayed = records[-1]["outcome"], " (replayed)" if records[-1].get("replayed") else ""
+        print(
+            f"[{n}/{len(items)} {time.perf_counter() - start:6.0f}s] {result:>12} {item.qid}{replayed}",
+            flush=True,
+        )
     return records
 
 
@@ -312,6 +339,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--keep", type=int, default=None)
     parser.add_argument("--no-quotes", action="store_true", help="never answer by quoting ([quote] off)")
+    parser.add_argument(
+        "--unquoted-from",
+        type=Path,
+        default=None,
+        metavar="RUN",
+        help="a --no-quotes run of the part: questions not quoted take its records (no generation)",
+    )
     parser.add_argument("--support", type=float, default=None, help="the verifier's support threshold")
     parser.add_argument("--uncited", choices=("quoted", "supported"), default=None)
     parser.add_argument(
@@ -382,7 +416,13 @@ def run(args: argparse.Namespace) -> None:
     log = paths.cache_dir / "clinician-runs" / f"{args.out.stem}.records.jsonl" if args.out else None
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
-    records = ask(pipeline, items, log)
+    unquoted = None
+    if args.unquoted_from:
+        earlier = json.loads(args.unquoted_from.read_text(encoding="utf-8"))
+        if earlier["settings"].get("quote_threshold") != "None" or earlier["part"] != args.part:
+            raise SystemExit(f"{args.unquoted_from} is not a --no-quotes run of the {args.part} part")
+        unquoted = {r["question"]: r for r in earlier["records"]}
+    records = ask(pipeline, items, log, unquoted)
     result = {
         "part": args.part,
         "profile": args.profile,
@@ -390,6 +430,7 @@ def run(args: argparse.Namespace) -> None:
         "frozen_sha256": FROZEN_SHA256,
         "settings": {k: repr(v) for k, v in changes.items()},
         "generations": {"cached": generator.hits, "generated": generator.misses},
+        "unquoted_from": str(args.unquoted_from) if args.unquoted_from else None,
         "summary": summary(records),
         "records": records,
     }

@@ -24,7 +24,8 @@ from typing import Any
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 from rag.check.gate import SupportChecker, SupportGate
-from rag.check.quotes import QuoteModel, best_quotes, quoted_answer, sentences
+from rag.check.quote_judge import QuoteJudge
+from rag.check.quotes import Quote, QuoteModel, best_quotes, quoted_answer, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.choice import choose_option
@@ -76,6 +77,13 @@ class PipelineSettings:
     # word, when the quote model gives the best one at least this (rag/check/quotes.py)
     quote_threshold: float | None = _PROFILE.quote.threshold
     quote_sentences: int = _PROFILE.quote.sentences
+    # None: no judge; a (floor, threshold) pair: a quote whose best line the quote model puts
+    # from the floor up to quote_threshold is shown when the generator's P(yes) that the lines
+    # answer reaches the threshold (rag/check/quote_judge.py)
+    quote_judge: tuple[float, float] | None = _PROFILE.quote.judge_pair()
+    # None: quotes come from the kept passages; (floor, n): from the n most relevant candidates
+    # scored at least floor, kept or not
+    quote_pool: tuple[float, int] | None = _PROFILE.quote.pool()
 
     @classmethod
     def from_profile(cls, profile: Profile) -> PipelineSettings:
@@ -96,6 +104,8 @@ class PipelineSettings:
             gate_rules=_rules(profile),
             quote_threshold=profile.quote.threshold,
             quote_sentences=profile.quote.sentences,
+            quote_judge=profile.quote.judge_pair(),
+            quote_pool=profile.quote.pool(),
         )
 
 
@@ -122,6 +132,18 @@ class Evidence:
     dropped: list[Hit]
     usage: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+
+
+def quote_pool(found: Evidence, pool: tuple[float, int] | None) -> list[Hit]:
+    """The passages quotes may come from: the kept ones, or (``pool`` = (floor, n)) the ``n``
+    most relevant of every scored candidate from ``floor`` up, ranked 1..n."""
+    if pool is None:
+        return found.kept
+    floor, n = pool
+    scored = sorted(found.kept + found.dropped, key=lambda h: -h.score)
+    return [
+        dataclasses.replace(h, rank=r) for r, h in enumerate([h for h in scored if h.score >= floor][:n], 1)
+    ]
 
 
 class Clock:
@@ -359,22 +381,33 @@ class Pipeline:
         A failing relevance model sends it on too, noted, and so does a quote holding one of the
         client's ``stop`` sequences (a generated answer ends before it)."""
         s, model, clock = self.settings, self._quoter, clock or Clock()
-        if s.quote_threshold is None or model is None or not found.kept:
+        pool = quote_pool(found, s.quote_pool)
+        if s.quote_threshold is None or model is None or not pool:
             return None
         try:
-            scored = clock.run(
-                "quote", sentences, question, found.kept, model, self.vocabulary(), s.gate_rules
-            )
+            scored = clock.run("quote", sentences, question, pool, model, self.vocabulary(), s.gate_rules)
         except ModelError as exc:
             found.notes.append(f"quoting unavailable ({exc}); the answer was generated instead")
             return None
         quotes = best_quotes(scored, QuoteModel.shipped(), s.quote_sentences)
-        if not quotes or quotes[0].probability < s.quote_threshold:
+        if not quotes:
             return None
-        answer = quoted_answer(question, quotes, found.kept, clock.timings, found.usage, found.notes)
+        if quotes[0].probability < s.quote_threshold and not self._judged(question, quotes, clock):
+            return None
+        answer = quoted_answer(question, quotes, pool, clock.timings, found.usage, found.notes)
         if any(stop in answer.text for stop in s.stop):  # a client's stop sequence: generation honours it
             return None
         return answer
+
+    def _judged(self, question: str, quotes: Sequence[Quote], clock: Clock) -> bool:
+        """Whether the quote judge, when there is one, accepts quotes under the threshold."""
+        if self.settings.quote_judge is None:
+            return False
+        floor, threshold = self.settings.quote_judge
+        if quotes[0].probability < floor:
+            return False
+        judge = QuoteJudge(self.generator, threshold, floor)
+        return bool(clock.run("quote judge", judge.accepts, question, quotes))
 
     def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:
         """Why the pipeline abstains before generating, if it does: no passage cleared the evidence

@@ -29,6 +29,7 @@ from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, 
 from rag.check.quotes import FEATURES, QUOTE_MODEL, Quote, QuoteModel, Sentences, best_quotes, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
+from rag.profile import load_profile
 from rag.rerank.sentences import SentenceModel, SentenceScorer
 from training.aboutness import DevPart, answering
 from training.calibrate import fit_logistic
@@ -45,9 +46,14 @@ def kept_hits(
     chunk_of: Callable[[str], Chunk],
     threshold: float,
     keep: int,
+    by_relevance: bool = False,
 ) -> list[Hit]:
-    """The passages the pipeline keeps for ``item``: those over the threshold, retrieval order."""
-    scored = [(cid, p) for cid, p in candidates[item.question] if p >= threshold][:keep]
+    """The passages the pipeline keeps for ``item``: those over the threshold, retrieval order;
+    ``by_relevance``: most relevant first, as ``rag.pipeline.quote_pool`` ranks a quote pool."""
+    ranked = candidates[item.question]
+    if by_relevance:
+        ranked = sorted(ranked, key=lambda pair: -pair[1])
+    scored = [(cid, p) for cid, p in ranked if p >= threshold][:keep]
     return [Hit(chunk_of(cid), float(p), n, "hybrid") for n, (cid, p) in enumerate(scored, start=1)]
 
 
@@ -105,10 +111,10 @@ def outcomes(item: ClinicianItem, quotes: Sequence[Quote], hits: Sequence[Hit], 
     return "correct" if key_fact_given(item, texts) and sources else "wrong"
 
 
-def cross_validated_curve(
-    rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]], hits: dict[str, list[Hit]]
-) -> list[dict[str, Any]]:
-    """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it."""
+def cross_validated_models(
+    rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]],
+) -> dict[str, tuple[ClinicianItem, Sentences, QuoteModel]]:
+    """Per question id: the item, its sentences and the model fitted without its folder's fold."""
     groups = sorted({item.group for item, _, _ in rows})
     chosen: dict[str, tuple[ClinicianItem, Sentences, QuoteModel]] = {}
     for fold in range(FOLDS):
@@ -117,6 +123,14 @@ def cross_validated_curve(
         for item, found, _ in rows:
             if item.group in held:
                 chosen[item.qid] = (item, found, model)
+    return chosen
+
+
+def cross_validated_curve(
+    rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]], hits: dict[str, list[Hit]]
+) -> list[dict[str, Any]]:
+    """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it."""
+    chosen = cross_validated_models(rows)
     curve = []
     for count, also, threshold in itertools.product(COUNTS, ALSO, THRESHOLDS):
         if count == 1 and also > 0:
@@ -154,27 +168,43 @@ def choose(curve: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return max(safe, key=worth)
 
 
+def dev_rows(
+    profile_name: str, pool: tuple[float, int] | None
+) -> tuple[DevPart, dict[str, list[Hit]], list[tuple[ClinicianItem, Sentences, np.ndarray]]]:
+    """The dev part, each question's quote pool (by id: the kept passages, or ``pool`` = (floor,
+    n) as ``rag.pipeline.quote_pool`` reads it) and its labelled sentences."""
+    from rag.pipeline import PipelineSettings
+
+    dev = DevPart.load(profile_name, Paths.from_env())
+    threshold, keep = pool or (dev.profile.rerank.threshold or 0.0, dev.profile.rerank.keep)
+    hits = {
+        it.qid: kept_hits(it, dev.candidates, dev.chunk_of, threshold, keep, by_relevance=pool is not None)
+        for it in dev.items
+    }
+    scorer = dev.assembled.pipeline.reranker
+    if not isinstance(scorer, SentenceModel):
+        raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
+    rules = PipelineSettings.from_profile(dev.profile).gate_rules
+    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, rules)
+    return dev, hits, rows
+
+
+POOL_HELP = "quote from the N most relevant candidates from FLOOR up (default: the profile's [quote] pool)"
+
+
+def pool_setting(text: str) -> tuple[float, int]:
+    floor, n = text.split(",")
+    return float(floor), int(n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=QUOTE_MODEL)
+    parser.add_argument("--pool", type=pool_setting, default=None, metavar="FLOOR,N", help=POOL_HELP)
     args = parser.parse_args()
-    from rag.pipeline import PipelineSettings
-
-    dev = DevPart.load(args.profile, Paths.from_env())
-    items, profile = dev.items, dev.profile
-    threshold, keep = profile.rerank.threshold or 0.0, profile.rerank.keep
-    hits = {item.qid: kept_hits(item, dev.candidates, dev.chunk_of, threshold, keep) for item in items}
-    scorer = dev.assembled.pipeline.reranker
-    if not isinstance(scorer, SentenceModel):
-        raise SystemExit(f"profile {args.profile!r} has no relevance model to score sentences with")
-    rows = labelled(
-        items,
-        lambda item: hits[item.qid],
-        scorer,
-        dev.vocabulary,
-        PipelineSettings.from_profile(profile).gate_rules,
-    )
+    pool = args.pool or load_profile(args.profile).quote.pool()
+    _, hits, rows = dev_rows(args.profile, pool)
     model = fit(rows)
     curve = cross_validated_curve(rows, hits)
     out = {
@@ -185,11 +215,12 @@ def main() -> None:
             "frozen_sha256": FROZEN_SHA256,
             "sentences": int(sum(len(lab) for _, _, lab in rows)),
             "positives": int(sum(int(lab.sum()) for _, _, lab in rows)),
-            "evidence_threshold": threshold,
-            "keep": keep,
+            "pool": "the kept passages"
+            if args.pool is None
+            else {"floor": args.pool[0], "keep": args.pool[1]},
             "chosen": choose(curve),
             "dev_curve_cross_validated_by_folder": curve,
-            "command": "python -m training.quotes",
+            "command": "python -m training.quotes" + (f" --pool {pool[0]},{pool[1]}" if pool else ""),
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -458,9 +458,14 @@ def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite()
 
 
 # -- quoted answers (quote.threshold) --------------------------------------------------------------
-def quote_pipeline(threshold: float | None, **kw) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
-    gen, reranker = FakeGenerator("Use the CHA2DS2-VASc score [1]."), SentenceReranker("CHA2DS2-VASc", **kw)
-    settings = PipelineSettings(threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2)
+def quote_pipeline(
+    threshold: float | None, judge: tuple[float, float] | None = None, logprobs=None, **kw
+) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
+    gen = FakeGenerator("Use the CHA2DS2-VASc score [1].", logprobs=logprobs)
+    reranker = SentenceReranker("CHA2DS2-VASc", **kw)
+    settings = PipelineSettings(
+        threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2, quote_judge=judge
+    )
     return (
         Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings),
         gen,
@@ -486,6 +491,43 @@ def test_an_unsure_quote_sends_the_question_on_to_generation():
     answer = pipe.answer("Which score estimates stroke risk in AF?")
     assert len(gen.calls) == 1 and "quote" in answer.timings
     assert not any("quoted" in n for n in answer.notes)
+
+
+@pytest.mark.parametrize(
+    "judge, says, quoted, calls",
+    [
+        ((0.0, 0.5), "yes", True, 1),  # unsure quote, the judge accepts: quoted, nothing generated
+        ((0.0, 0.5), "no", False, 2),  # the judge refuses: generated after the judge's call
+        ((0.999, 0.5), "yes", False, 1),  # under the judge's floor: never asked, generated
+    ],
+)
+def test_the_quote_judge_decides_unsure_quotes_from_its_floor_up(judge, says, quoted, calls):
+    logprobs = {"yes": math.log(0.9), "no": math.log(0.1)}
+    if says == "no":
+        logprobs = {"yes": math.log(0.1), "no": math.log(0.9)}
+    pipe, gen, _ = quote_pipeline(1.0, judge=judge, logprobs=logprobs)
+    answer = pipe.answer("Which score estimates stroke risk in AF?")
+    assert len(gen.calls) == calls and any("quoted" in n for n in answer.notes) == quoted
+    assert ("quote judge" in answer.timings) == (judge[0] < 0.999)
+    if quoted:
+        assert "Quoted lines:" in gen.calls[0][-1].content and answer.citations
+
+
+@pytest.mark.parametrize("pool, cited", [(None, {"cap"}), ((0.2, 8), {"cap"}), ((0.05, 8), {"af", "cap"})])
+def test_a_quote_pool_reaches_passages_under_the_evidence_threshold(pool, cited):
+    reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")  # passages: cap 0.9, af 0.1
+    settings = PipelineSettings(
+        threshold=0.5, keep=3, quote_threshold=0.0, quote_sentences=3, quote_pool=pool
+    )
+    pipe = Pipeline(
+        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), settings=settings
+    )
+    answer = pipe.answer("Which score estimates stroke risk in AF?")
+    assert {c.doc_id for c in answer.citations} <= cited and answer.citations
+    assert {h.chunk.doc_id for h in answer.evidence} == cited  # the passages quoted from
+    assert [h.rank for h in answer.evidence] == list(range(1, len(cited) + 1))
+    if "af" in cited:
+        assert any(c.doc_id == "af" and "CHA2DS2-VASc" in c.quote for c in answer.citations)
 
 
 def test_a_quote_holding_a_clients_stop_sequence_is_generated_instead():
