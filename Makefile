@@ -35,7 +35,7 @@ test-all: setup
 	$(BIN)/python -m pytest
 
 bench: setup
-	$(BIN)/python -m bench.run_all
+	$(BIN)/medcite bench run-all
 
 serve: setup
 	$(BIN)/medcite serve

@@ -110,8 +110,9 @@ def corpora(r: Results, sizes: list[str]) -> list[str]:
         "default, bioasq-snippets) with their real MiniLM vectors; 1M adds ~876k **synthetic** chunks: each "
         "copies a seeded random real chunk, replaces 20% of its BM25 tokens by draws from the real unigram "
         "distribution and adds gaussian noise (sigma 0.025 per dimension, renormalised; cosine to its origin "
-        "~0.89) to its vector (`bench/corpus.py`). Each size is written as a medcite index folder (chunks, "
-        "bm25s, HNSW, manifest) by `bench/materialize.py` in a child process that samples its RSS per stage.",
+        "~0.89) to its vector (`bench/retrieval/corpus.py`). Each size is written as a medcite index "
+        "folder (chunks, bm25s, HNSW, manifest) by `bench/retrieval/materialize.py` in a child process "
+        "that samples its RSS per stage.",
         "",
         *_head(
             1,
@@ -141,7 +142,7 @@ def corpora(r: Results, sizes: list[str]) -> list[str]:
         "lists), so its time excludes tokenizing; the peak of the largest build is the largest of its "
         "stage peaks. "
         "HNSW above 200k chunks uses efConstruction 100 instead of medcite's 200 (build time; see "
-        "`bench/materialize.py:dense_params`).",
+        "`bench/retrieval/materialize.py:dense_params`).",
         "",
     ]
     return lines
@@ -295,7 +296,8 @@ def dense(r: Results, sizes: list[str], plot: Path) -> list[str]:
     if cold:
         lines += [
             f"At {', '.join(cold)} the smallest efSearch measured slower than the next: it ran first, on "
-            "caches just flushed by the exact scans (`bench/dense.py` now warms each setting up first).",
+            "caches just flushed by the exact scans (`bench/retrieval/dense.py` now warms each setting up "
+            "first).",
             "",
         ]
     return [*lines, *_img("dense recall vs latency", plot)]

@@ -1,6 +1,6 @@
 """Run every benchmark, write JSON under docs/results/bench/ and regenerate docs/benchmarks.md.
 
-    python -m bench.run_all [--sizes 10k,100k,1M] [--skip-llm] [--quick] [--rebuild]
+    medcite bench run-all [--sizes 10k,100k,1M] [--skip-llm] [--quick] [--rebuild]
 
 Per size: the corpus folder (built once and reused while its settings are unchanged, unless
 ``--rebuild``), then lexical, dense and hybrid. Then embedding throughput, generation (one
@@ -20,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import corpus, dense, embedding, generation, hybrid, lexical, materialize, report
+from bench import report
+from bench.answers import generation
 from bench.common import RESULTS_DIR, memory_bandwidth_gbps, write_result
+from bench.retrieval import corpus, dense, embedding, hybrid, lexical, materialize
 from core.paths import Paths
 
 STEPS = ("lexical", "dense", "hybrid", "embedding", "generation")

@@ -19,7 +19,7 @@ class DenseParams:
     hnsw_m: int = 32
     ef_construction: int = 200
     ef_search: int = 128
-    # ivfpq (defaults chosen at 1M by bench/ivfpq_rescore.py: recall@10 0.97; docs/benchmarks.md)
+    # ivfpq (defaults chosen at 1M by bench/retrieval/ivfpq_rescore.py: recall@10 0.97; docs/benchmarks.md)
     nlist: int = 1024  # inverted lists (coarse centroids); about 4-16 x sqrt(rows)
     pq_m: int = 96  # PQ sub-quantisers = bytes per vector at 8 bits; must divide the dimension
     pq_nbits: int = 8

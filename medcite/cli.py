@@ -13,13 +13,25 @@ from collections.abc import Callable, Sequence
 
 from core.errors import MedciteError
 from core.paths import Paths
-from medcite.commands import Handler, Sub, ask, evals, index, models
+from medcite.commands import Handler, Sub, ask, evals, index, models, programs
 
 DEMO_QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
 
-GROUPS = (index, ask, models, evals)
+GROUPS = (index, ask, models, evals, programs)
 # The top-level commands in the order ``medcite --help`` lists them.
-ORDER = ("index", "retrieve", "ask", "models", "eval", "serve", "profiles", "sources")
+ORDER = (
+    "index",
+    "retrieve",
+    "ask",
+    "models",
+    "eval",
+    "bench",
+    "train",
+    "study",
+    "serve",
+    "profiles",
+    "sources",
+)
 
 
 def _parser() -> argparse.ArgumentParser:

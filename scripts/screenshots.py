@@ -1,6 +1,6 @@
 """Screenshots of the chat page's states for the README, taken in headless Chromium.
 
-Uses the browser tests' live server (a real BM25 index, a scripted model: bench/live_chat.py),
+Uses the browser tests' live server (a real BM25 index, a scripted model: bench/serving/live_chat.py),
 so the pictures show the page as the tests check it, not a mock-up.
 
     .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/*.png
@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.live_chat import (
+from bench.serving.live_chat import (
     INSTALL,
     KEY,
     REPLY,

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bench.scripted import ScriptedVerifier as ScriptedVerifier  # its home since bench uses it too
+from bench.serving.scripted import ScriptedVerifier as ScriptedVerifier  # its home since bench uses it too
 from core.errors import GeneratorTimeout
 from core.types import Chunk, Document, Generation, Hit
 from corpora.sources.base import DocumentBuilder

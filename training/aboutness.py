@@ -1,6 +1,6 @@
 """Fit the aboutness model (``rag/check/aboutness.py:AboutnessModel``) on the clinician dev part.
 
-    python -m training.aboutness            # writes rag/check/weights/aboutness.json
+    medcite train aboutness            # writes rag/check/weights/aboutness.json
 
 Pairs: for each dev question of ``clinician-default`` (``evals/datasets/clinician.py``), the
 first ``PAIRS_PER_QUESTION`` candidates the default profile retrieves (scored by its relevance

@@ -1,6 +1,6 @@
 """Choose where the local model judges quotes (``rag/check/quote_judge.py``), on the dev part.
 
-    python -m training.quote_judge [--profile default] [--out docs/results/clinician/quote_judge_dev.json]
+    medcite train quote-judge [--profile default] [--out docs/results/clinician/quote_judge_dev.json]
 
 Every dev question's best sentences are scored by the quote model fitted without its guideline
 folder's fold (``training.quotes.cross_validated_models``, so no question is scored by a model
@@ -122,7 +122,7 @@ def main() -> None:
         "chosen": chosen(table),
         "curve": table,
         "rows": rows,
-        "command": "python -m training.quote_judge",
+        "command": "medcite train quote-judge",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 """Fit the quote model (``rag/check/quotes.py``) on the clinician benchmark's dev part.
 
-    python -m training.quotes [--profile default] [--out rag/check/weights/quotes.json]
+    medcite train quotes [--profile default] [--out rag/check/weights/quotes.json]
 
 For every dev question, the profile's kept passages (its evidence threshold and ``keep``, from
 the cached candidate scores ``training.aboutness.scored_candidates`` writes) are cut into
@@ -197,6 +197,13 @@ def pool_setting(text: str) -> tuple[float, int]:
     return float(floor), int(n)
 
 
+def pool_manifest(pool: tuple[float, int] | None, profile: Any) -> dict[str, Any]:
+    """Where the quotes came from: the kept passages (the evidence threshold and keep), or a pool."""
+    if pool is None:
+        return {"evidence_threshold": profile.rerank.threshold or 0.0, "keep": profile.rerank.keep}
+    return {"pool": {"floor": pool[0], "keep": pool[1]}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
@@ -215,9 +222,7 @@ def main() -> None:
             "frozen_sha256": FROZEN_SHA256,
             "sentences": int(sum(len(lab) for _, _, lab in rows)),
             "positives": int(sum(int(lab.sum()) for _, _, lab in rows)),
-            "pool": "the kept passages"
-            if args.pool is None
-            else {"floor": args.pool[0], "keep": args.pool[1]},
+            **pool_manifest(pool, load_profile(args.profile)),
             "chosen": choose(curve),
             "dev_curve_cross_validated_by_folder": curve,
             "command": "python -m training.quotes" + (f" --pool {pool[0]},{pool[1]}" if pool else ""),

@@ -7,7 +7,7 @@ Questions, split by question and year so nothing evaluated is trained on:
   texts, minus the questions of the support set's dev split (``evals.datasets.support_set``, which
   chooses the threshold). ``tests/unit/training/test_support_training.py`` asserts no overlap.
 - **dev**: the support set's dev split; picks the epoch, fits the calibration and the threshold;
-- **test** (BioASQ 11B) is never read here; ``python -m evals.studies.verifier`` reports on it.
+- **test** (BioASQ 11B) is never read here; ``medcite study verifier`` reports on it.
 
 Training pairs per claim (a claim is an ideal-answer sentence, as in ``evals.datasets.support_set``),
 each against one window of a passage (``rag.check.support_model.windows``):

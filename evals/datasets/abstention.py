@@ -15,7 +15,7 @@ Both halves are real MedQuAD questions (NIH, CC BY 4.0), told apart by what the 
 
 Two parts share no disease, drug or question: ``test`` (``abstention-default``, the reported
 numbers) and ``dev`` (``abstention-default-dev``, where the default profile's evidence threshold
-was chosen; ``bench/evidence_threshold.py``).
+was chosen; ``bench/answers/evidence_threshold.py``).
 
 Leakage: no question of these pools (:data:`DRAWN_FROM`) is a training pair: the relevance
 model's MedQuAD pairs skip them (``training.leakage.benchmark_pools``; a test asserts it), and

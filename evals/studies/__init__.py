@@ -1,7 +1,7 @@
 """One-off studies, each with one entry point:
 
-- ``faithfulness/``: ``python -m evals.studies.faithfulness.separation``
-- ``ragas/``: ``python -m evals.studies.ragas.compare``
+- ``faithfulness/``: ``medcite study faithfulness-separation``
+- ``ragas/``: ``medcite study ragas-compare``
 - ``reference/``: ``medcite eval reference`` (``predictions.import_reference``)
-- ``verifier.py``: ``python -m evals.studies.verifier``
+- ``verifier.py``: ``medcite study verifier``
 """

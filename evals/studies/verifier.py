@@ -1,6 +1,6 @@
 """How far the support verifier can be trusted, measured on the BioASQ support set.
 
-    python -m evals.studies.verifier --out docs/results/support-verifier [--judge-pairs 300] [--model none]
+    medcite study verifier --out docs/results/support-verifier [--judge-pairs 300] [--model none]
 
 Scores every pair of ``evals.datasets.support_set`` with the product's ``SupportVerifier``: the heuristic
 (embedding cosine, lexical coverage, number check), the trained support model (``--model``: a
@@ -250,7 +250,7 @@ def run(
         )
     report["seconds"] = round(time.perf_counter() - started, 1)
     command = (
-        f"python -m evals.studies.verifier --out {out} --judge-pairs {judge_pairs} --seed {seed}"
+        f"medcite study verifier --out {out} --judge-pairs {judge_pairs} --seed {seed}"
         f" --dev-questions {dev_questions} --model {model or 'none'}"
     )
     report["environment"] = {

@@ -41,7 +41,7 @@ What it misses, by design or by cheapness:
   other parts of the name, but "What is the score for X?" checks only X).
 
 Measured on the default index (open-medicine + HPO, 14,816 chunks) with the top 6 hybrid hits
-of 15 questions (the 10 of ``bench/ask_questions.py`` and the 5 of
+of 15 questions (the 10 of ``bench/answers/ask_questions.py`` and the 5 of
 ``scripts/support_gate_examples.py``): for the out-of-corpus ones (pembrolizumab, head lice,
 yellow fever vaccination) no hit passes; for each answerable one the passage that answers it
 passes (CHA2DS2-VASc, qSOFA, CAP antibiotics, Marfan, Rett: 5-6 of 6 hits). The misses (before
@@ -56,7 +56,7 @@ BioASQ snippet of only 35% of the Task 7B-10B questions held every key term ("ef
 "mechanism", "action", "associated", "list" were taken as subject words), so medcite abstained
 on answerable literature questions. The research framing words below were chosen on those dev
 questions (35% -> 56%); held-out Task 11B went 45% -> 63%, and no question of the abstention
-sets changed outcome (``python -m bench.aboutness_literature``). What still fails are mostly
+sets changed outcome (``medcite bench aboutness-literature``). What still fails are mostly
 abbreviations ("DMD" for Duchenne muscular dystrophy) and a subject the snippet leaves implicit.
 
 4. *Subtypes*: a passage that names another "type X" than the question ("type 1" for "type 2",
@@ -126,7 +126,7 @@ GENERIC_TERMS = frozenset(
     considered suggested common frequent frequently typical clinical often much many long
     """
     # how a research question asks (chosen on BioASQ Task 7B-10B, where these were the terms most
-    # often missing from every gold snippet of a question; ``bench/aboutness_literature.py``)
+    # often missing from every gold snippet of a question; ``bench/answers/aboutness_literature.py``)
     """
     list listed describe describes described summarize summarise explain name names named called
     known please main usually currently current following available another example examples s
@@ -381,7 +381,7 @@ ABOUTNESS_MODEL = Path(__file__).parent / "weights" / "aboutness.json"
 @dataclass(frozen=True)
 class AboutnessModel:
     """``P(about) = sigmoid(w . features + b)``, fitted on the clinician benchmark's dev part
-    (``python -m training.aboutness``; its manifest names the data and the metrics). Two sets
+    (``medcite train aboutness``; its manifest names the data and the metrics). Two sets
     of weights: with the relevance model's probability, and without it (a reranker whose scores
     are no probabilities)."""
 

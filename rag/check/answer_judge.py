@@ -13,7 +13,7 @@ the question, the proposed answer, and "does the passage state this answer to th
 the same numbers?". On the dev part's generated sentences this reads better than the same words
 split over three turns (passage and question first, the sentence in a later turn, so that the
 passage's turns could be reused from the KV cache): ROC AUC 0.80 against 0.66 on the same
-sentences (``bench/judge_prompts.py``; ``docs/results/clinician/README.md``, fourth round). The
+sentences (``bench/answers/judge_prompts.py``; ``docs/results/clinician/README.md``, fourth round). The
 generator still reuses the system turn from its KV cache; the split depends on the prompt alone,
 so a judgement is the same in any order or process.
 

@@ -6,7 +6,7 @@ mg/dL**``) and tables (``| G3a | 45–59 | ... |``). Read raw, a table row is a 
 with no words tying them to their column, and bold markers are noise the model never saw. So the
 model reads a rendering where emphasis markers are gone and each table row becomes one line of
 ``column: cell`` pairs under the header's names. Measured on the ten questions of
-``bench/ask_questions.py``: the qSOFA criteria sentence against its bold numbered list rose from
+``bench/answers/ask_questions.py``: the qSOFA criteria sentence against its bold numbered list rose from
 0.31 to 0.43 (threshold 0.33); plain BioASQ text is unchanged.
 
 Only what the model reads changes: citations, quotes and every rule check keep the chunk's own

@@ -8,7 +8,7 @@ trained for that judgement is confident enough; otherwise the question goes on t
 and the support gate as before.
 
 The judgement is one logistic regression (``weights/quotes.json``, fitted on the clinician
-benchmark's dev part by ``python -m training.quotes``) over what is already computed for each
+benchmark's dev part by ``medcite train quotes``) over what is already computed for each
 sentence: the relevance model's logit for (heading + sentence, question) and the sentence's rank
 by it, the passage's calibrated relevance, how much of the question's concepts the sentence
 covers (alone, and with its passage's title and section path; corpus abbreviations and idf as
@@ -110,12 +110,12 @@ class QuoteModel:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(
-                f"cannot read the quote model {path}: {exc}; run `python -m training.quotes`"
+                f"cannot read the quote model {path}: {exc}; run `medcite train quotes`"
             ) from exc
         if tuple(raw.get("features", ())) != FEATURES:
             raise ConfigError(
                 f"the quote model {path} reads features {raw.get('features')}, this code computes "
-                f"{list(FEATURES)}; retrain it with `python -m training.quotes`"
+                f"{list(FEATURES)}; retrain it with `medcite train quotes`"
             )
         return cls(tuple(raw["weights"]), float(raw["bias"]), tuple(raw["mean"]), tuple(raw["scale"]))
 

@@ -2,7 +2,7 @@
 
 The gate (``gate.py``) presents a generated sentence only when its cited passages are about the
 question (``aboutness.py``) and support it (``verify.py``). The default is every check on;
-``bench/clinician.py --off NAME`` turns one off to measure what it prevents (issue 31's
+``bench/answers/clinician.py --off NAME`` turns one off to measure what it prevents (issue 31's
 ablation table, ``docs/results/clinician/``).
 """
 

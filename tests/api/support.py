@@ -3,9 +3,9 @@ scripted model, and the official OpenAI client checking every chat completion it
 
 The HTTP server, routing, auth, limits, queue and streaming are the subject here, so the model is
 a scripted stand-in whose timing the tests control (the real model is in tests/e2e/test_serve.py).
-The server, the scripted model and the test key are bench/live_chat.py's and bench/scripted.py's
-(the chat page's benchmark and screenshots use them too); they are imported here under the names
-the tests use.
+The server, the scripted model and the test key are bench/serving/live_chat.py's and
+bench/serving/scripted.py's (the chat page's benchmark and screenshots use them too); they are
+imported here under the names the tests use.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import httpx
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
-from bench.live_chat import KEY
-from bench.live_chat import live_server as live_server
-from bench.live_chat import scripted_assembler as scripted_assembler
-from bench.scripted import ScriptedGenerator as ScriptedGenerator
+from bench.serving.live_chat import KEY
+from bench.serving.live_chat import live_server as live_server
+from bench.serving.live_chat import scripted_assembler as scripted_assembler
+from bench.serving.scripted import ScriptedGenerator as ScriptedGenerator
 
 
 def conforming_completion(body: dict[str, Any]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Fixtures for the chat page's browser tests: a real headless Chromium against a live server
-(bench/live_chat.py). Without chromium or playwright the tests skip, saying how to install them."""
+(bench/serving/live_chat.py). Without chromium or playwright the tests skip, saying how to install them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bench.live_chat import (
+from bench.serving.live_chat import (
     INSTALL,
     REPLY,
     Served,

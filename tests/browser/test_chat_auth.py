@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.live_chat import KEY, REPLY, ask, serve, wait_for_answer
+from bench.serving.live_chat import KEY, REPLY, ask, serve, wait_for_answer
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import re
 import httpx
 from playwright.sync_api import expect
 
-from bench.live_chat import QUESTION, REPLY, SECOND, ask, wait_for_answer
+from bench.serving.live_chat import QUESTION, REPLY, SECOND, ask, wait_for_answer
 
 
 def test_the_answer_streams_in_and_ends_with_its_mode_and_sources(chat, page):

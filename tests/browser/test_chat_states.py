@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.live_chat import REPLY, SECOND, UNSUPPORTED, ask, serve, wait_for_answer
+from bench.serving.live_chat import REPLY, SECOND, UNSUPPORTED, ask, serve, wait_for_answer
 from core.errors import GeneratorError
 
 

@@ -4,7 +4,7 @@ The server runs in its own process (real BM25 index, scripted model that streams
 but faster, default queue and per-key rate limits), so its memory is read alone. Guarantees:
 no error of any kind (a 429 from a full generation queue is the server refusing on purpose),
 every streamed answer ends in [DONE], and the server's resident memory grows by less than
-MEMORY_BOUND_MB over the run. The same load against the real models is bench/load_test.py
+MEMORY_BOUND_MB over the run. The same load against the real models is bench/serving/load_test.py
 (docs/reliability.md has both sets of numbers).
 """
 
@@ -16,7 +16,7 @@ import httpx
 import psutil
 import pytest
 
-from bench.load_mix import mixed_load
+from bench.serving.load_mix import mixed_load
 from core.paths import Paths
 from rag.indexing import build_from_cli
 from tests.reliability.serve_load import KEYS

@@ -1,6 +1,6 @@
 """How well the faithfulness metric's NLI step separates supported from false claims.
 
-    python -m evals.studies.faithfulness.separation [--items 150] [--seed 13] [--threads N] [--report-only]
+    medcite study faithfulness-separation [--items 150] [--seed 13] [--threads N] [--report-only]
 
 Builds the labelled set of ``evals.studies.faithfulness.labelled`` (written with its text to
 ``--work``, under the data folder), then scores every claim with the exact yes/no step of
@@ -167,7 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evals.studies.faithfulness.page import write_report
 
     command = (
-        f"python -m evals.studies.faithfulness.separation --items {args.items} --claims-per-item "
+        f"medcite study faithfulness-separation --items {args.items} --claims-per-item "
         f"{args.claims_per_item} --seed {args.seed}"
     )
     write_report(items, read_scores(work / "scores.jsonl"), args.out, command)

@@ -10,9 +10,9 @@ Two steps around the ragas scorer (``evals/ragas_env/score.py``, run in ``.venv-
   with reasons, the items where the two disagree most with what ragas' judge said, and the cost
   per sample of each (seconds; ragas' tokens from the server's usage).
 
-    python -m evals.studies.ragas.compare export data/runs/answer-quality \
+    medcite study ragas-compare export data/runs/answer-quality \
         data/ragas/answer-quality/samples.jsonl
-    python -m evals.studies.ragas.compare report data/ragas/answer-quality/samples.jsonl \
+    medcite study ragas-compare report data/ragas/answer-quality/samples.jsonl \
         data/ragas/answer-quality/scores.jsonl docs/results/eval/ragas-vs-medcite
 """
 
@@ -398,9 +398,7 @@ TIMING_NOTE = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m evals.studies.ragas.compare", description=__doc__.split("\n")[0]
-    )
+    p = argparse.ArgumentParser(prog="medcite study ragas-compare", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="samples JSONL for the ragas scorer from a medcite answer run")
     ex.add_argument("run_dirs", type=Path, nargs="+", help="one or more run directories, then OUT")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.abstention_paired import paired, paired_runs
+from bench.answers.abstention_paired import paired, paired_runs
 
 
 def _run(folder: Path, rows: list[tuple[str, str, bool, str]]) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.ask_compare import KEY_FACTS, markdown, summary, verdict
+from bench.answers.ask_compare import KEY_FACTS, markdown, summary, verdict
 
 GOUT = "What serum urate target should urate-lowering therapy aim for in gout?"
 LICE = "What is the recommended treatment for head lice in children?"
@@ -33,7 +33,7 @@ def test_key_facts_decide_correct_wrong_and_missed() -> None:
 
 
 def test_the_ten_questions_are_the_bench_questions() -> None:
-    from bench.ask_questions import QUESTIONS
+    from bench.answers.ask_questions import QUESTIONS
 
     assert list(KEY_FACTS) == QUESTIONS
 

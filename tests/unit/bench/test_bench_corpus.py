@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bench.corpus import (
+from bench.retrieval.corpus import (
     chunk_count,
     perturb_tokens,
     perturb_vectors,

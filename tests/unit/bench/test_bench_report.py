@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from bench.generation import summarize_ask
+from bench.answers.generation import summarize_ask
 from bench.report import BEGIN, END, replace_block
 from bench.report_sections import targets
 

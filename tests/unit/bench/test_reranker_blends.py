@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.reranker_blends import fit, medquad_validation, ndcg10
+from bench.retrieval.reranker_blends import fit, medquad_validation, ndcg10
 from core.paths import Paths
 from evals.datasets.bioasq import normalise
 from rag.rerank.trained import SHIPPED_MODEL, read_manifest

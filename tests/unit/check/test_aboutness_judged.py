@@ -30,7 +30,9 @@ def vocabulary() -> Vocabulary:
 def test_the_shipped_model_was_fitted_on_the_frozen_benchmarks_dev_part_only():
     manifest = json.loads(ABOUTNESS_MODEL.read_text())["manifest"]
     assert manifest["data_sha256"] == FROZEN_SHA256 and "dev part only" in manifest["data"]
-    assert manifest["command"] == "python -m training.aboutness"
+    assert (
+        manifest["command"] == "python -m training.aboutness"
+    )  # as written then; `medcite train aboutness` runs it now
 
 
 def test_more_coverage_or_more_relevance_is_never_less_about():

@@ -361,7 +361,7 @@ def test_the_report_files_and_page(tmp_path: Path) -> None:
     claims = [Claim(r["claim_id"], r["qid"], r["rule"], r["label"], "t") for r in ROWS_SCORED]
     items = [LabelledItem(q, "?", ("ctx",), tuple(c for c in claims if c.qid == q)) for q in "ab"]
     scores = {r["claim_id"]: r for r in ROWS_SCORED}
-    report = write_report(items, scores, tmp_path, "python -m evals.studies.faithfulness.separation")
+    report = write_report(items, scores, tmp_path, "medcite study faithfulness-separation")
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "claims.json",
         "margins.png",
@@ -371,4 +371,4 @@ def test_the_report_files_and_page(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "claims.json").read_text())) == 6
     page = (tmp_path / "report.md").read_text()
     assert f"**{report['roc_auc']:.3f}**" in page and "| negation | 0 | 2 | caught 50.0%" in page
-    assert "Partial" not in page and "python -m evals.studies.faithfulness.separation" in markdown(report)
+    assert "Partial" not in page and "medcite study faithfulness-separation" in markdown(report)

@@ -48,7 +48,7 @@ def test_markdown_has_a_row_per_verifier_and_a_column_per_kind() -> None:
         "heuristic": _verifier_report(pairs, scores),
         "trained": _verifier_report(pairs, scores[::-1].copy()),
         "seconds": 1.0,
-        "environment": {"command": "python -m evals.studies.verifier", "machine": "x86_64"},
+        "environment": {"command": "medcite study verifier", "machine": "x86_64"},
     }
     text = markdown(report)
     assert "| heuristic | 7 |" in text and "| trained model | 7 |" in text
