@@ -426,6 +426,7 @@ def run(args: argparse.Namespace) -> None:
     result = {
         "part": args.part,
         "profile": args.profile,
+        "quote": profile.quote.model_dump(),  # what the quote path ran with
         "questions_sha256": file_sha256(),
         "frozen_sha256": FROZEN_SHA256,
         "settings": {k: repr(v) for k, v in changes.items()},

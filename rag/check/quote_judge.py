@@ -2,12 +2,17 @@
 model is unsure of.
 
 The quote model (``quotes.py``) reads cheap signals; between its floor and its threshold it
-cannot tell a line that answers from a true line beside the answer (on dev, about one in three
-such answers is wrong). The generator reads the question and the lines that would be shown, each
-under its passage's headings, and says yes or no; ``P(yes)`` (``rag.generate.yes_no``) decides.
-One short prompt per question (the lines, not whole passages: ~150 tokens, a few seconds), and
-only for questions in that band: a confident quote and a hopeless one never reach the model.
-The judgement depends on the prompt alone, so it is the same in any order or process.
+tells a line that answers from a true line beside the answer barely better than chance (ROC AUC
+0.59 on dev from 0.35 to 0.5, where this judge reads 0.80; ``training/quote_judge.py``). The
+generator reads the question and the lines that would be shown, each under its passage's
+headings, and says yes or no; ``P(yes)`` (``rag.generate.yes_no``) decides. One short prompt per
+question (the lines, not whole passages: ~150 tokens, ~5 s), and only for questions in that
+band: a confident quote and a hopeless one never reach the model. The judgement depends on the
+prompt alone, so it is the same in any order or process.
+
+Off in the shipped profiles: on the clinician test part it added 16 correct answers but lost 4
+near-corpus abstentions (90.9%, under the 95% floor), one of them another drug's dose from a list
+whose lead-in line the quote does not carry (``docs/results/clinician/README.md``, sixth round).
 """
 
 from __future__ import annotations

@@ -151,3 +151,18 @@ def test_ask_with_unknown_profile_or_missing_model_says_what_to_do(bm25_index, t
     )
     assert result.returncode == 2, result.stderr
     assert "medcite models fetch" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_benchmarks_and_studies_run_by_name_from_anywhere(tmp_path):
+    """``medcite bench NAME`` imports its module from the installed package, not the checkout's
+    folder: run from an empty folder."""
+    result = subprocess.run(
+        [sys.executable, "-m", "medcite", "bench", "quote-reach", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": ""},
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: medcite bench quote-reach")
