@@ -26,7 +26,16 @@ import numpy as np
 from core.paths import Paths
 from core.types import Chunk, Hit
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given
-from rag.check.quotes import FEATURES, QUOTE_MODEL, Quote, QuoteModel, Sentences, best_quotes, sentences
+from rag.check.quotes import (
+    FEATURES,
+    QUOTE_MODEL,
+    Quote,
+    QuoteModel,
+    Sentences,
+    best_quotes,
+    quote_text,
+    sentences,
+)
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.profile import load_profile
@@ -74,7 +83,7 @@ def labelled(
             [
                 int(
                     item.answerable
-                    and key_fact_given(item, q.hit.chunk.text)
+                    and key_fact_given(item, quote_text(q))
                     and answering(item, hits[q.source - 1].chunk)
                 )
                 for q in found.quotes
@@ -106,7 +115,7 @@ def outcomes(item: ClinicianItem, quotes: Sequence[Quote], hits: Sequence[Hit], 
         return "abstained"
     if not item.answerable:
         return "answered"
-    texts = " ".join(q.hit.chunk.text for q in quotes)
+    texts = " ".join(quote_text(q) for q in quotes)
     sources = any(answering(item, hits[q.source - 1].chunk) for q in quotes)
     return "correct" if key_fact_given(item, texts) and sources else "wrong"
 

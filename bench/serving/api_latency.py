@@ -38,6 +38,13 @@ CHAT_QUESTIONS = [
 ]
 
 
+def chat_questions(path: Path | None) -> list[str]:
+    """The chat questions: the built-in three, or one a line from ``path``."""
+    if path is None:
+        return CHAT_QUESTIONS
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -148,15 +155,22 @@ def chat_once(url: str, profile: str, question: str, max_tokens: int) -> dict[st
     }
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="1,8", help="comma-separated: one load phase per value")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--chat", type=int, default=len(CHAT_QUESTIONS), help="per profile; 0: none")
     parser.add_argument("--profiles", default="fast,default")
     parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument(
+        "--questions", type=Path, default=None, help="chat questions, one a line (default: three built in)"
+    )
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -178,7 +192,7 @@ def main() -> None:
         chats = [
             chat_once(url, profile, q, args.max_tokens)
             for profile in args.profiles.split(",")
-            for q in CHAT_QUESTIONS[: args.chat]
+            for q in chat_questions(args.questions)[: args.chat]
         ]
         rss_end = rss_mb(server.pid)
     finally:

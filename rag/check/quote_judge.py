@@ -12,7 +12,7 @@ prompt alone, so it is the same in any order or process.
 
 Off in the shipped profiles: on the clinician test part it added 16 correct answers but lost 4
 near-corpus abstentions (90.9%, under the 95% floor), one of them another drug's dose from a list
-whose lead-in line the quote does not carry (``docs/results/clinician/README.md``, sixth round).
+whose lead-in line quotes did not carry then (``docs/results/clinician/README.md``, sixth round).
 """
 
 from __future__ import annotations

@@ -18,7 +18,10 @@ what cut-off). The probability is the model's estimate that the sentence states 
 question's key fact; the threshold and how many sentences to quote are profile settings
 (``[quote]``), chosen on dev.
 
-A sentence that begins where its chunk was cut mid-word (chunks overlap) is not a quote.
+A sentence that begins where its chunk was cut mid-word (chunks overlap) is not a quote. A list
+item is shown after the line it hangs from ("Bivalirudin (Class I, LOE: B): Bolus: 0.75 mg/kg
+IV ..."), and a table row under its header's names, so a dose never loses the drug it belongs
+to; the citation spans the item itself, the lead-in is its innermost section.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from rag.check.plain_text import plain_text
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary, chunk_stems
 from rag.generate.sentences import sentence_spans
+from rag.rerank.evidence import heading
 from rag.rerank.sentences import SentenceScorer, headed, narrowed
 
 QUOTE_MODEL = Path(__file__).parent / "weights" / "quotes.json"
@@ -79,6 +83,7 @@ class Quote:
     hit: Hit
     source: int
     probability: float
+    lead: str = ""  # the line a list item hangs from, or a table row's header (raw Markdown)
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,49 @@ def _quotable(chunk: Chunk) -> list[tuple[int, int]]:
     ]
 
 
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+LEAD_CHARS = 200  # a longer line above a list is prose, not its lead-in
+
+
+def lead_in(text: str, start: int, cut: bool) -> str:
+    """What the sentence at ``text[start:]`` hangs from, when it is a list item or a table row:
+    the nearest line above that is not an item of the list ("**Bivalirudin** (Class I):" above
+    "- Bolus: 0.75 mg/kg IV"), or the table's header and separator rows. Empty for prose, and
+    when the line is not in ``text`` (``cut``: the chunk starts mid-document, so its first line
+    may be the end of something else)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    line = text[line_start:].split("\n", 1)[0]
+    above = text[:line_start].split("\n")[:-1]
+    if line.lstrip().startswith("|"):
+        for i in range(len(above) - 1, 0, -1):
+            if _SEPARATOR_ROW.match(above[i]):
+                return "" if cut and i - 1 == 0 else f"{above[i - 1]}\n{above[i]}"
+        return ""
+    if not _LIST_ITEM.match(line):
+        return ""
+    for i in range(len(above) - 1, -1, -1):
+        candidate = above[i]
+        if not candidate.strip() or _LIST_ITEM.match(candidate) or candidate[:1].isspace():
+            continue
+        if (cut and i == 0) or len(candidate) > LEAD_CHARS or candidate.lstrip().startswith("|"):
+            return ""
+        return candidate.strip()
+    return ""
+
+
+def quote_text(quote: Quote) -> str:
+    """The quote as shown, one line: its lead-in then the sentence, or a table row under its
+    header's names ("Drug: fluticasone; Low: 100-250"); the source's own words either way."""
+    sentence = quote.hit.chunk.text
+    if quote.lead.endswith("|") or "\n" in quote.lead:  # a table's header and separator rows
+        return " ".join(plain_text(f"{quote.lead}\n{sentence}").split())
+    text = " ".join(plain_text(sentence).split()).lstrip("-*>• ").strip()
+    if not quote.lead:
+        return text
+    lead = " ".join(plain_text(quote.lead).split())
+    return f"{lead} {text}" if lead.endswith(":") else f"{lead}: {text}"
+
+
 def off_scope(
     question: str, hits: Sequence[Hit], vocabulary: Vocabulary | None, rules: GateRules
 ) -> set[int]:
@@ -180,7 +228,13 @@ def sentences(
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
     if not units:
         return Sentences((), np.zeros((0, len(FEATURES))))
-    texts = [headed(hits[n].chunk, s, e) for n, s, e in units]
+    leads = [lead_in(hits[n].chunk.text, s, hits[n].chunk.start > 0) for n, s, e in units]
+    texts = [
+        headed(hits[n].chunk, s, e)
+        if not lead
+        else f"{heading(hits[n].chunk)}\n{lead}\n{hits[n].chunk.text[s:e]}"
+        for (n, s, e), lead in zip(units, leads, strict=True)
+    ]
     logits = np.asarray(scorer.logits(question, texts), dtype=np.float64)
     rank = np.empty(len(units))
     rank[np.argsort(-logits, kind="stable")] = np.arange(len(units))
@@ -192,6 +246,9 @@ def sentences(
         hit = hits[n]
         piece = narrowed(hit.chunk, s, e)
         alone = dataclasses.replace(piece, title="", section=())
+        if leads[i]:  # the lead-in reads as the innermost heading
+            lead = " ".join(plain_text(leads[i].split("\n")[0]).split())  # a table: its header's words
+            piece = dataclasses.replace(piece, section=(*piece.section, lead))
         gives = 1.0 if GIVES_NUMBER.search(piece.text) else 0.0
         rows.append(
             (
@@ -206,7 +263,7 @@ def sentences(
                 math.log1p(len(piece.text.split())),
             )
         )
-        quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0))
+        quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0, leads[i]))
     return Sentences(tuple(quotes), np.asarray(rows, dtype=np.float64))
 
 
@@ -240,7 +297,7 @@ def quoted_answer(
     passage it comes from; each citation spans exactly the quoted sentence."""
     lines, supports = [], []
     for quote in quotes:
-        text = " ".join(plain_text(quote.hit.chunk.text).split()).lstrip("-*>• ").strip()
+        text = quote_text(quote)
         lines.append(f"- {text} [{quote.source}]")
         supports.append(
             SentenceSupport(

@@ -15,6 +15,8 @@ from rag.check.quotes import (
     QUOTE_MODEL,
     QuoteModel,
     best_quotes,
+    lead_in,
+    quote_text,
     quoted_answer,
     sentences,
 )
@@ -110,3 +112,43 @@ def test_a_quoted_answer_cites_each_line_to_its_passage_and_span():
     assert [c.quote for c in answer.citations] == [q.hit.chunk.text for q in quotes]
     assert all(s.supported and s.markers == (1,) for s in answer.sentences)
     assert answer.notes[0] == "earlier note" and "quoted word for word" in answer.notes[-1]
+
+
+LIST = (
+    "inhibitor) or 250-300 seconds\n- Additional boluses as needed\n\n"
+    "**Bivalirudin** (Class I, LOE: B):\n- **Bolus:** 0.75 mg/kg IV, then 1.75 mg/kg/h\n"
+    "- Reduce the infusion if CrCl < 30 mL/min\n\n"
+    "| Drug | Low dose | High dose |\n|---|---|---|\n| Fluticasone (DPI) | 100-250 | >500 |\n\n"
+    "Prose stands alone. So does this."
+)
+
+
+@pytest.mark.parametrize(
+    "fragment, lead",
+    [
+        ("- **Bolus", "**Bivalirudin** (Class I, LOE: B):"),
+        ("- Reduce", "**Bivalirudin** (Class I, LOE: B):"),  # a later item of the same list
+        ("| Fluticasone", "| Drug | Low dose | High dose |\n|---|---|---|"),
+        ("Prose", ""),
+        ("So does", ""),
+        ("- Additional", ""),  # its lead-in would be the chunk's first line, which may be cut
+    ],
+)
+def test_a_list_item_or_table_row_carries_the_line_it_hangs_from(fragment, lead):
+    assert lead_in(LIST, LIST.index(fragment), cut=True) == lead
+
+
+def test_a_quote_shows_its_lead_in_and_a_table_row_its_columns_and_cites_only_its_sentence():
+    hit = make_hit("doc#0", LIST, score=0.8, start=40, end=40 + len(LIST), doc_id="doc")
+    found = sentences("What is the bivalirudin bolus dose?", [hit], Keywords("Bolus", "Fluticasone"), None)
+    by_start = {q.hit.chunk.text.split()[0]: q for q in found.quotes}
+    bolus, row = by_start["**Bolus:**"], by_start["|"]
+    assert by_start["Prose"].lead == "" and quote_text(by_start["Prose"]) == "Prose stands alone."
+    assert quote_text(bolus) == "Bivalirudin (Class I, LOE: B): Bolus: 0.75 mg/kg IV, then 1.75 mg/kg/h"
+    assert quote_text(row) == "Drug: Fluticasone (DPI); Low dose: 100-250; High dose: >500."
+    assert bolus.hit.chunk.section[-1] == "Bivalirudin (Class I, LOE: B):"  # the reader's context too
+    assert (
+        LIST[bolus.hit.chunk.start - 40 : bolus.hit.chunk.end - 40] == bolus.hit.chunk.text
+    )  # the span: the item
+    answer = quoted_answer("q", [bolus], [hit], {}, {}, [])
+    assert "Bivalirudin (Class I, LOE: B): Bolus: 0.75 mg/kg IV" in answer.text
