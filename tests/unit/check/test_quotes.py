@@ -82,6 +82,18 @@ def test_best_quotes_are_best_first():
     assert len(best_quotes(found, model, 1)) == 1
 
 
+def test_a_sentence_two_overlapping_chunks_hold_is_quoted_once():
+    start = DOC.index("**Spiro")
+    hits = [cut_hit(start), cut_hit(DOC.index("Maintain"))]  # the second chunk repeats two sentences
+    found = sentences("What is the top spironolactone dose?", hits, Keywords("ratio", "sodium"), None)
+    model = QuoteModel(
+        (1.0,) + (0.0,) * (len(FEATURES) - 1), 0.0, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES)
+    )
+    best = best_quotes(found, model, 3)
+    spans = [(q.hit.chunk.doc_id, q.hit.chunk.start) for q in best]
+    assert len(found.quotes) == 5 and len(best) == 3 and len(set(spans)) == 3
+
+
 def test_a_quote_model_for_other_features_is_refused_with_the_command_to_retrain(tmp_path):
     raw = json.loads(QUOTE_MODEL.read_text())
     raw["features"] = ["relevance_logit"]
