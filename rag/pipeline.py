@@ -182,6 +182,8 @@ class Pipeline:
         self.verifier = with_rules(self.settings.gate_rules) if with_rules is not None else verifier
         self._sentences = _sentence_model(reranker, "sentence_budget", self.settings.sentence_budget)
         self._quoter = _sentence_model(reranker, "quote.threshold", self.settings.quote_threshold)
+        judge = self.settings.quote_judge
+        self._quote_judge = QuoteJudge(generator, judge[1], judge[0]) if judge is not None else None
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
 
@@ -375,6 +377,12 @@ class Pipeline:
             return
         yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
 
+    def quote(self, question: str) -> Answer | None:
+        """The answer by quoting alone (evidence, then :meth:`quoted`), or None where
+        :meth:`answer` would go on to generate; nothing is generated either way."""
+        question = clean_query(question)
+        return self.quoted(question, self.evidence(question))
+
     def quoted(self, question: str, found: Evidence, clock: Clock | None = None) -> Answer | None:
         """The answer as the kept passages' own sentences, when the quote model is confident that
         the best of them answers (``quote_threshold``); None sends the question on to generation.
@@ -400,13 +408,11 @@ class Pipeline:
         return answer
 
     def _judged(self, question: str, quotes: Sequence[Quote], clock: Clock) -> bool:
-        """Whether the quote judge, when there is one, accepts quotes under the threshold."""
-        if self.settings.quote_judge is None:
+        """Whether the quote judge, when there is one, accepts quotes under the threshold (timed
+        only when it is asked: from its floor up)."""
+        judge = self._quote_judge
+        if judge is None or quotes[0].probability < judge.floor:
             return False
-        floor, threshold = self.settings.quote_judge
-        if quotes[0].probability < floor:
-            return False
-        judge = QuoteJudge(self.generator, threshold, floor)
         return bool(clock.run("quote judge", judge.accepts, question, quotes))
 
     def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:

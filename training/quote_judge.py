@@ -29,6 +29,7 @@ from evals.datasets.clinician import FROZEN_SHA256, file_sha256
 from rag.assemble import make_generator
 from rag.check.quote_judge import QuoteJudge
 from rag.check.quotes import best_quotes
+from rag.profile import load_profile
 from training.quotes import choose, cross_validated_models, dev_rows, outcomes
 
 LOWEST = 0.15
@@ -41,8 +42,6 @@ def judged_rows(profile_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]
     """One row per dev question: kind, the quote model's best probability (cross-validated), what
     quoting would score, and the judge's P(yes) where the best reaches ``LOWEST``."""
     paths = Paths.from_env()
-    from rag.profile import load_profile
-
     dev, hits, rows = dev_rows(profile_name, load_profile(profile_name).quote.pool())
     count = dev.profile.quote.sentences
     judge = QuoteJudge(make_generator(dev.profile.generator, paths), threshold=0.5, floor=LOWEST)

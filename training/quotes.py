@@ -220,7 +220,7 @@ def main() -> None:
     parser.add_argument("--pool", type=pool_setting, default=None, metavar="FLOOR,N", help=POOL_HELP)
     args = parser.parse_args()
     pool = args.pool or load_profile(args.profile).quote.pool()
-    _, hits, rows = dev_rows(args.profile, pool)
+    dev, hits, rows = dev_rows(args.profile, pool)
     model = fit(rows)
     curve = cross_validated_curve(rows, hits)
     out = {
@@ -231,7 +231,7 @@ def main() -> None:
             "frozen_sha256": FROZEN_SHA256,
             "sentences": int(sum(len(lab) for _, _, lab in rows)),
             "positives": int(sum(int(lab.sum()) for _, _, lab in rows)),
-            **pool_manifest(pool, load_profile(args.profile)),
+            **pool_manifest(pool, dev.profile),
             "chosen": choose(curve),
             "dev_curve_cross_validated_by_folder": curve,
             "command": "python -m training.quotes" + (f" --pool {pool[0]},{pool[1]}" if pool else ""),

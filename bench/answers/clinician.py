@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from core.paths import Paths
+from core.types import Answer
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, load_clinician, outcome
 from evals.engine.generation_cache import CachingGenerator
 from evals.metrics.choice import wilson_interval
@@ -44,7 +45,6 @@ from rag.assemble import assemble, make_generator
 from rag.check.rules import SWITCHES, GateRules
 from rag.pipeline import Pipeline
 from rag.profile import Profile, load_profile
-from rag.retrieve.query import clean_query
 
 GOOD = {"answerable": "correct", "near": "abstained", "far": "abstained"}
 SEED = 31
@@ -72,18 +72,19 @@ def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
     return changes
 
 
-def answer_or_replay(pipeline: Pipeline, question: str, unquoted: dict[str, Any] | None) -> Any:
+def answer_or_replay(
+    pipeline: Pipeline, question: str, unquoted: dict[str, Any] | None
+) -> Answer | dict[str, Any]:
     """The pipeline's answer; with ``unquoted`` (an earlier run's records of the same part, made
     with quoting off), a question the pipeline does not quote takes that run's record instead of
     generating: the path after quoting is the same code, and deterministic (``*_agreement.json``)."""
     if unquoted is None:
         return pipeline.answer(question)
-    question = clean_query(question)
-    quoted = pipeline.quoted(question, pipeline.evidence(question))
+    quoted = pipeline.quote(question)
     return quoted if quoted is not None else unquoted[question]
 
 
-def scored_record(item: ClinicianItem, answer: Any, seconds: float) -> dict[str, Any]:
+def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[str, Any]:
     """One question's record: the answer, its outcome and every generated sentence's support."""
     cited = [c.doc_id for c in answer.citations]
     result = outcome(item, answer.mode, answer.text, cited)

@@ -195,7 +195,7 @@ def quote_text(quote: Quote) -> str:
     """The quote as shown, one line: its lead-in then the sentence, or a table row under its
     header's names ("Drug: fluticasone; Low: 100-250"); the source's own words either way."""
     sentence = quote.hit.chunk.text
-    if quote.lead.endswith("|") or "\n" in quote.lead:  # a table's header and separator rows
+    if "\n" in quote.lead:  # a table's header and separator rows
         return " ".join(plain_text(f"{quote.lead}\n{sentence}").split())
     text = " ".join(plain_text(sentence).split()).lstrip("-*>• ").strip()
     if not quote.lead:

@@ -486,6 +486,14 @@ def test_a_confident_quote_answers_with_the_sources_own_sentences_without_genera
     assert [h.chunk for h in answer.evidence] == [doc_hit("af", 1).chunk, doc_hit("cap", 2).chunk]
 
 
+def test_quote_alone_gives_the_quoted_answer_or_none_and_never_generates():
+    pipe, gen, _ = quote_pipeline(0.0)
+    question = "Which score estimates stroke risk in AF?"
+    assert pipe.quote(question).text == pipe.answer(question).text
+    unsure, unsure_gen, _ = quote_pipeline(1.0)
+    assert unsure.quote(question) is None and gen.calls == [] and unsure_gen.calls == []
+
+
 def test_an_unsure_quote_sends_the_question_on_to_generation():
     pipe, gen, _ = quote_pipeline(1.0)
     answer = pipe.answer("Which score estimates stroke risk in AF?")
