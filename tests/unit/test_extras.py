@@ -27,10 +27,18 @@ def test_faiss_missing_names_the_dense_extra(without):
     assert err.value.package == "faiss-cpu"
 
 
-def test_torch_missing_names_the_dense_extra(without):
+def test_torch_missing_names_the_dense_extra_when_a_model_must_be_exported(without, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEDCITE_DATA_DIR", str(tmp_path))  # nothing exported there yet
     without("torch")
     with pytest.raises(MissingExtraError, match=r"medcite\[dense\]"):
         MiniLmEmbedder().embed(["text"])
+
+
+def test_onnxruntime_missing_names_the_dense_extra(without):
+    without("onnxruntime")
+    with pytest.raises(MissingExtraError, match=r"medcite\[dense\]") as err:
+        MiniLmEmbedder().embed(["text"])
+    assert err.value.package == "onnxruntime"
 
 
 def test_rank_bm25_missing_names_the_lexical_extra(without):

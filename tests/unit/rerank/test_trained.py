@@ -82,7 +82,7 @@ def test_it_selects_sentences_counting_wordpieces_with_its_own_tokenizer() -> No
 
     reranker = TrainedReranker()
     assert isinstance(reranker, SentenceModel)  # what the pipeline's sentence_budget needs
-    tokenizer = reranker._loaded[1]
+    tokenizer = reranker._tokenizer
     sentence = "qSOFA counts a respiratory rate of 22/min or more."
     assert reranker.wordpieces(sentence) == tokenizer.count([sentence])[0] > len(sentence.split())
     text = (

@@ -1,0 +1,130 @@
+"""The MiniLM models (embedder, relevance and support models) run with ONNX Runtime at query time.
+
+The torch modules of ``indexes/minilm.py`` are the models as trained; each is exported to ONNX
+once per set of weights (the file is named by their sha256) into the cache folder, and every
+later process that scores a question does so with ONNX Runtime and never imports torch (about
+2.4 s and 140 MiB here; ``docs/benchmarks.md``, "First run and per-question time"). Bulk
+embedding (an index build) stays on torch, which runs about 8% faster once loaded on this CPU;
+ONNX Runtime's fused BERT operators did not close that gap. Outputs agree with torch to float32
+rounding (``tests/e2e/test_onnx_models.py``, ``medcite bench onnx-runtime``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from core.errors import ModelError, require
+from core.paths import Paths
+
+# Bumped when the exported graph changes for the same weights, so an old file is not reused.
+EXPORT_VERSION = 1
+INPUTS = ("ids", "types", "mask")
+
+Encoded = Sequence[tuple[list[int], list[int]]]  # (wordpiece ids, token type ids) per text
+
+
+def onnx_dir() -> Path:
+    """Where exported models are kept: derived from the weights, safe to delete."""
+    return Paths.from_env().cache_dir / "onnx"
+
+
+class OnnxModel:
+    """One exported model's session: ``model(ids, types, mask)`` -> its float32 output rows."""
+
+    def __init__(self, path: Path, threads: int | None = None) -> None:
+        ort = require("onnxruntime", package="onnxruntime", extra="dense")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or 0  # 0: ONNX Runtime's choice (the physical cores)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3  # warnings about unused initialisers are not the user's concern
+        try:
+            self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types, not OSError
+            raise ModelError(f"cannot load {path} ({exc}); delete it and it is exported again") from exc
+        self.path = path
+
+    def __call__(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        feed = {"ids": ids, "types": types, "mask": mask}
+        return np.asarray(self._session.run(None, feed)[0], dtype=np.float32)
+
+
+def exported(name: str, key: str, build: Callable[[], Any], threads: int | None = None) -> OnnxModel:
+    """The session of model ``name`` with weights ``key`` (a sha256), exported first if needed.
+
+    ``build`` returns the torch module (inputs ids, types, mask; one output); it is called, and
+    torch imported, only when the file is missing. The file is written under a temporary name and
+    renamed, so an interrupted export leaves nothing half-written behind.
+    """
+    path = onnx_dir() / f"{name}-{key[:16]}-v{EXPORT_VERSION}.onnx"
+    if not path.is_file():
+        export(build(), path)
+    return OnnxModel(path, threads)
+
+
+def export(module: Any, path: Path) -> None:
+    """Write ``module`` as ONNX with dynamic batch and length (torch's TorchScript exporter)."""
+    torch = require("torch", package="torch", extra="dense")
+    require("onnx", package="onnx", extra="dense")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sample = tuple(torch.ones((2, 8), dtype=torch.long) for _ in INPUTS)
+    axes = {name: {0: "batch", 1: "length"} for name in INPUTS}
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        # the exporter warns that it is deprecated for one that needs onnxscript: not the user's concern
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                module.eval(),
+                sample,
+                tmp,
+                input_names=list(INPUTS),
+                output_names=["out"],
+                dynamic_axes={**axes, "out": {0: "batch"}},
+                opset_version=17,
+                dynamo=False,
+            )
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from the other users of a shared data folder
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def padded(encoded: Encoded) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Right-padded int64 ``(ids, type_ids, mask)`` arrays for one batch of encoded texts."""
+    width = max(len(ids) for ids, _ in encoded)
+    ids = np.zeros((len(encoded), width), dtype=np.int64)
+    types = np.zeros_like(ids)
+    mask = np.zeros_like(ids)
+    for row, (token_ids, type_ids) in enumerate(encoded):
+        ids[row, : len(token_ids)] = token_ids
+        types[row, : len(type_ids)] = type_ids
+        mask[row, : len(token_ids)] = 1
+    return ids, types, mask
+
+
+def score_encoded(model: Callable[..., np.ndarray], encoded: Encoded, batch_size: int) -> np.ndarray:
+    """``model``'s output for each encoded text or pair (input order), in length-sorted batches
+    (less padding): a float64 vector for one logit per row, else float32 rows."""
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
+    out: np.ndarray | None = None
+    for start in range(0, len(order), batch_size):
+        rows = order[start : start + batch_size]
+        batch = model(*padded([encoded[i] for i in rows]))
+        if out is None:
+            out = np.zeros(
+                (len(encoded), *batch.shape[1:]), dtype=np.float64 if batch.ndim == 1 else np.float32
+            )
+        out[rows] = batch
+    if out is None:
+        raise ModelError("nothing to score")
+    return out
