@@ -13,7 +13,10 @@ from medcite.commands import Handler, Sub
 def _model_commands(sub: Sub) -> None:
     """``medcite models fetch | info | train-reranker | train-support``."""
     models = sub.add_parser("models", help="local model files").add_subparsers(dest="action", required=True)
-    models.add_parser("fetch", help="download, assemble and verify the default generator (once)")
+    models.add_parser(
+        "fetch",
+        help="download and verify the default generator; export the MiniLM models for ONNX Runtime (once)",
+    )
     models.add_parser("info", help="where the model files are and whether they verify")
     trainer = models.add_parser(
         "train-reranker", help="train the relevance reranker on BioASQ 7B-10B + MedQuAD (CPU, resumable)"
@@ -45,10 +48,21 @@ def _model_commands(sub: Sub) -> None:
 
 
 def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
+    from indexes.embedder import MiniLmEmbedder
+    from rag.check.support_model import TrainedSupport
     from rag.generate.models import DEFAULT_GENERATOR, fetch_model
+    from rag.rerank.trained import TrainedReranker
 
     path = fetch_model(paths.model_dir, DEFAULT_GENERATOR)
     print(f"{DEFAULT_GENERATOR.name}: {path} (sha256 verified)")
+    # The MiniLM models are scored with ONNX Runtime; exporting them here (once per set of
+    # weights) spares the first question the torch import and the export.
+    for name, model in (
+        ("embedder", MiniLmEmbedder()),
+        ("relevance", TrainedReranker()),
+        ("support", TrainedSupport()),
+    ):
+        print(f"{name} model for ONNX Runtime: {model.prepare()}")
     return 0
 
 
