@@ -43,7 +43,7 @@ def score_encoded(model: Any, encoded: Sequence[tuple[list[int], list[int]]], ba
     """``model``'s logit for each encoded pair (float64, input order), in length-sorted batches
     (less padding)."""
     torch = require("torch", package="torch", extra="dense")
-    from indexes.minilm import padded
+    from indexes.dense.minilm import padded
 
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))
     out = np.zeros(len(encoded), dtype=np.float64)
@@ -107,7 +107,7 @@ def load_relevance(model: RelevanceModel, folder: Path, manifest: dict[str, Any]
     Returns the base weights' path (its folder holds the tokenizer). ``model`` may be a subclass
     (the support model starts from the relevance model); only the relevance tensors are loaded.
     """
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     safetensors = require("safetensors.torch", package="safetensors", extra="dense")
     from rag.rerank.minilm import RelevanceModel

@@ -51,7 +51,7 @@ def check_model_folder(folder: Path) -> None:
 
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 from a local folder, offline: wordpieces (``tokenizers``), the plain-torch
-    encoder of ``indexes/minilm.py``, mean pooling, L2 normalisation, as sentence-transformers
+    encoder of ``indexes/dense/minilm.py``, mean pooling, L2 normalisation, as sentence-transformers
     computes it (``modules.json`` of the shipped folder) without importing it."""
 
     def __init__(
@@ -89,7 +89,7 @@ class MiniLmEmbedder:
     def _model(self) -> Any:
         torch = require("torch", package="torch", extra="dense")
         safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-        from indexes.minilm import MiniLmEncoder
+        from indexes.dense.minilm import MiniLmEncoder
 
         if self.threads:
             torch.set_num_threads(self.threads)
@@ -152,7 +152,7 @@ class MiniLmEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         torch = require("torch", package="torch", extra="dense")
-        from indexes.minilm import LAYERS, mean_pool, padded
+        from indexes.dense.minilm import LAYERS, mean_pool, padded
 
         model = self._model
         encodings = self._tokenizer.encode_batch(list(texts))
