@@ -11,7 +11,7 @@ Built-in sets are read under ``paths.source_data`` (``MEDCITE_SOURCE_DATA``); a 
 ``mcq:``/``qa:``/``beir:`` path is looked up from the working directory first, then there.
 ``mcq:``/``qa:`` files (JSONL, JSON, CSV, parquet, a Hugging Face ``save_to_disk`` folder) take an
 optional column mapping and may have unusable rows: :func:`load_mcq_checked` and
-:func:`load_freetext_checked` return those with their row numbers (:mod:`evals.datasets.user_files`).
+:func:`load_freetext_checked` return those with their row numbers (:mod:`evals.datasets.files.user_sets`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ from core.paths import Paths
 from evals.datasets.abstention import load_abstention
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
+from evals.datasets.files.user_sets import (
+    MCQ_PREFIX,
+    QA_PREFIX,
+    LoadedSet,
+    SkippedRow,
+    load_user_mcq,
+    load_user_qa,
+)
 from evals.datasets.freetext import FreeTextItem, load_bioasq_ideal, load_pubmedqa_long
 from evals.datasets.liveqa import load_liveqa
 from evals.datasets.mirage import DATASETS as MIRAGE_DATASETS
@@ -32,14 +40,6 @@ from evals.datasets.near_miss import load_near_miss
 from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
 from evals.datasets.qrels import coverage, restrict
 from evals.datasets.sampling import sample
-from evals.datasets.user_files import (
-    MCQ_PREFIX,
-    QA_PREFIX,
-    LoadedSet,
-    SkippedRow,
-    load_user_mcq,
-    load_user_qa,
-)
 from evals.types import McqItem, RetrievalSet
 
 BEIR_PREFIX = "beir:"

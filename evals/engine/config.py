@@ -40,7 +40,8 @@ class McqSet(_Strict):
     dataset: str  # mmlu | medqa | medmcqa | pubmedqa | bioasq | pubmedqa-pqal | mcq:<file>
     n: int | None = Field(default=None, ge=1)  # None: every item
     # mcq:<file> only: standard name -> the file's column, e.g. {question = "stem", answer = "key"};
-    # also split (a Hugging Face DatasetDict split) and answer_base (0 or 1). See evals/datasets/user_files.py
+    # also split (a Hugging Face DatasetDict split) and answer_base (0 or 1).
+    # See evals/datasets/files/user_sets.py
     columns: dict[str, str] | None = None
 
 

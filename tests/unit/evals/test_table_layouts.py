@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from core.errors import ConfigError
 from core.paths import Paths
 from evals.datasets import load_freetext_checked, load_mcq, load_mcq_checked
-from evals.datasets.user_files import listing
+from evals.datasets.files.user_sets import listing
 from medcite import cli
 
 LETTERS = string.ascii_uppercase

@@ -16,7 +16,7 @@ import pytest
 from core.errors import ConfigError
 from core.paths import Paths
 from evals.datasets import load_freetext, load_freetext_checked, load_mcq, load_mcq_checked
-from evals.datasets.user_files import parse_columns
+from evals.datasets.files.user_sets import parse_columns
 from evals.engine.config import AnswerSetConfig, EvalConfig, McqSet, load_config
 from evals.engine.quick_config import config_for_datasets, default_name
 from medcite import cli
