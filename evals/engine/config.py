@@ -185,7 +185,7 @@ def load_config(path: Path) -> EvalConfig:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid eval config {path}: {problems}") from exc
-    from evals.engine.answer_quality import KNOWN_METRICS
+    from evals.engine.judge.answer_quality import KNOWN_METRICS
 
     unknown = sorted(set(config.answer_metrics) - set(KNOWN_METRICS))
     if unknown:

@@ -314,8 +314,8 @@ def run_eval(
     put behind the run cache. ``engine`` answers the multiple-choice and free-text items on Ray
     workers (``evals.engine.engine_ray``); this process still owns the run directory and the cache.
     """
+    from evals.engine.report.summary import write_summary
     from evals.engine.retrieval_run import run_retrieval, write_trec
-    from evals.engine.summary import write_summary
 
     start = time.perf_counter()
     skipped: dict[str, Any] = {}
@@ -457,8 +457,8 @@ def report_run(folder: Path, paths: Paths) -> Path:
     """
     import json
 
+    from evals.engine.report.summary import write_summary
     from evals.engine.retrieval_run import write_trec
-    from evals.engine.summary import write_summary
 
     stored = folder / "config.json"
     if not stored.is_file():

@@ -203,7 +203,7 @@ def _cmd_eval_leakage(args: argparse.Namespace, paths: Paths) -> int:
 
 
 def _cmd_eval_compare(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.engine.compare import compare_runs
+    from evals.engine.report.compare import compare_runs
 
     print(compare_runs(args.run_a, args.run_b, markdown=args.markdown))
     return 0

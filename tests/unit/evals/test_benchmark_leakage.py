@@ -11,7 +11,7 @@ from core.paths import Paths
 from corpora.build import BuildConfig, build_index
 from evals import datasets as registry
 from evals.datasets.gold_passages import gold_lookup, original_set
-from evals.engine.summary import write_summary
+from evals.engine.report.summary import write_summary
 from evals.leakage.check import (
     WordHasher,
     check_index,
