@@ -153,7 +153,7 @@ def tiny_paths(tmp_path_factory) -> Paths:
 
 @pytest.fixture()
 def tiny_dataset(monkeypatch):
-    monkeypatch.setitem(registry.MCQ_LOADERS, "tiny", lambda root: list(ITEMS))
+    monkeypatch.setitem(registry.MCQ_LOADERS, "tiny", lambda paths: list(ITEMS))
 
 
 def test_scan_of_a_built_index(tiny_paths):
