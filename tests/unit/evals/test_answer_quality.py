@@ -100,7 +100,7 @@ class GarbageJudge(ScriptedJudge):
 
 def chain_answer(mode: str = "rag", supports: Sequence[float | None] = (0.9, 0.3)) -> Answer:
     cites = tuple(
-        Citation(m, f"d#{m}", "d", "T", ("S",), "test", "u", "CC0", 0, 1, "q", support=s)
+        Citation(f"d#{m}", "d", "T", ("S",), "test", "u", "CC0", 0, 1, marker=m, quote="q", support=s)
         for m, s in enumerate(supports, 1)
     )
     sentences = (
