@@ -429,7 +429,7 @@ def implementations(i: dict[str, Any] | None) -> list[str]:
     rows = [f"| {name} | {i['seconds'][name]:.1f} | {rate:.1f} |" for name, rate in i["chunks_per_s"].items()]
     return [
         "The same texts through sentence-transformers and through medcite's plain-torch encoder "
-        f"(`indexes/minilm.py`), alternating blocks (load average {i['load_average'][0]} at the end):",
+        f"(`indexes/dense/minilm.py`), alternating blocks (load average {i['load_average'][0]} at the end):",
         "",
         "| implementation | seconds | chunks/s |",
         "|---|---:|---:|",

@@ -1,6 +1,6 @@
 """medcite's ground floor: the words every package speaks, imported by all and importing none.
 
-``types`` (Document, Chunk, Hit, Citation, Answer, ...), ``errors`` (MedciteError and the
+``types`` (Document, Provenance, Chunk, Hit, Citation, Answer, ...), ``errors`` (MedciteError and the
 subclasses whose messages say what to do next), ``paths`` (where data, sources and models live),
 ``packages`` (files shipped inside installed registry packages), ``registry`` (the one place
 where configuration strings become classes, as ``"module:attribute"`` strings, so it imports

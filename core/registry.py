@@ -29,7 +29,7 @@ LEXICAL_BACKENDS: dict[str, str] = {
 }
 
 EMBEDDERS: dict[str, str] = {
-    "minilm": "indexes.embedder:MiniLmEmbedder",
+    "minilm": "indexes.dense.embedder:MiniLmEmbedder",
 }
 
 RERANKERS: dict[str, str] = {

@@ -9,7 +9,7 @@ Offsets are Python string indices (code points) into ``Document.text``; for ever
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 # What the pipeline does with a generated sentence its cited passage does not support (or that
@@ -45,8 +45,10 @@ class Document:
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """A passage of a document small enough to embed, carrying full provenance."""
+class Provenance:
+    """Where a passage comes from: its chunk and document, title, section path, source, URL,
+    licence and character span ``[start, end)`` in the document. A chunk carries it, and so does
+    every citation of one."""
 
     chunk_id: str  # "<doc_id>#<n>", n counting from 0 in document order
     doc_id: str
@@ -57,6 +59,15 @@ class Chunk:
     license: str
     start: int
     end: int
+
+
+PROVENANCE_FIELDS = tuple(f.name for f in fields(Provenance))
+
+
+@dataclass(frozen=True)
+class Chunk(Provenance):
+    """A passage of a document small enough to embed, carrying full provenance."""
+
     text: str
 
     def to_json(self) -> dict[str, Any]:
@@ -130,38 +141,18 @@ class Generation:
 
 
 @dataclass(frozen=True)
-class Citation:
-    """A source marker ``[n]`` in an answer, resolved to the exact passage it points at."""
+class Citation(Provenance):
+    """A source marker ``[n]`` in an answer, resolved to the exact passage it points at: that
+    passage's provenance and its text as ``quote``."""
 
     marker: int
-    chunk_id: str
-    doc_id: str
-    title: str
-    section: tuple[str, ...]
-    source: str
-    url: str
-    license: str
-    start: int
-    end: int
     quote: str
     support: float | None = None  # verifier score in [0, 1]; None when not verified
 
     @classmethod
     def from_chunk(cls, marker: int, chunk: Chunk, support: float | None = None) -> Citation:
-        return cls(
-            marker=marker,
-            chunk_id=chunk.chunk_id,
-            doc_id=chunk.doc_id,
-            title=chunk.title,
-            section=chunk.section,
-            source=chunk.source,
-            url=chunk.url,
-            license=chunk.license,
-            start=chunk.start,
-            end=chunk.end,
-            quote=chunk.text,
-            support=support,
-        )
+        provenance = {name: getattr(chunk, name) for name in PROVENANCE_FIELDS}
+        return cls(**provenance, marker=marker, quote=chunk.text, support=support)
 
 
 @dataclass(frozen=True)

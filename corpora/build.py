@@ -35,8 +35,8 @@ from corpora.sources.base import Source
 from indexes import text
 from indexes.bm25 import Bm25Params
 from indexes.chunkstore import ChunkStore, write_chunks
-from indexes.dense import DenseParams
-from indexes.embedder import MiniLmEmbedder
+from indexes.dense.embedder import MiniLmEmbedder
+from indexes.dense.index import DenseParams
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR
 

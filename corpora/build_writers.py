@@ -18,7 +18,7 @@ import numpy as np
 from corpora.engine import BuildEngine
 from indexes import text
 from indexes.bm25 import Bm25Params, Bm25sIndex, RankBm25Index
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense.index import DenseIndex, DenseParams
 
 if TYPE_CHECKING:
     from indexes.shards import Bm25Stats
@@ -64,7 +64,7 @@ def _ivfpq_from_shards(
     engine: BuildEngine, folder: Path, vectors: np.ndarray, params: DenseParams, ranges: list[tuple[int, int]]
 ) -> None:
     """Train once on a seeded sample, add each shard's rows to a copy (tasks), merge on disk."""
-    from indexes import ivf
+    from indexes.dense import ivf
     from indexes.shards import shard_dir
 
     parts = folder.parent / ".ivfpq-parts"  # inside the build's folder; removed once merged

@@ -23,7 +23,7 @@ import numpy as np
 from core.errors import ConfigError
 from core.types import Chunk, Document
 from corpora.chunking import ChunkerConfig, TokenSpans, chunk_document
-from indexes.embedding_cache import Embedder, embed_cached
+from indexes.dense.embedding_cache import Embedder, embed_cached
 
 T = TypeVar("T")
 

@@ -42,8 +42,8 @@ from core.errors import ConfigError, MedciteError
 from core.ray_runtime import connect, ray_module
 from core.types import Chunk, Document, Section
 from corpora.chunking import ChunkerConfig, TokenSpans, chunk_document
-from indexes.embedder import MiniLmEmbedder
-from indexes.embedding_cache import Embedder, embed_cached
+from indexes.dense.embedder import MiniLmEmbedder
+from indexes.dense.embedding_cache import Embedder, embed_cached
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

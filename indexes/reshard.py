@@ -14,7 +14,7 @@ from core.errors import ConfigError
 from indexes import text
 from indexes.bm25 import Bm25Params
 from indexes.chunkstore import CHUNKS_FILE, OFFSETS_FILE
-from indexes.dense import DenseParams
+from indexes.dense.index import DenseParams
 from indexes.manifest import write_manifest
 from indexes.shards import SHARDED_KINDS, shard_ranges, sharding_manifest, write_shards
 from indexes.store import load_index

@@ -1,7 +1,7 @@
 """Search a sharded index as if it were one: global rows, global masks, exact merge of shard top-k.
 
 ``ShardedBm25`` is a :class:`indexes.bm25.LexicalIndex` and ``ShardedDense`` has the interface of
-:class:`indexes.dense.DenseIndex`, so the retrievers in ``rag/retrieve`` use them unchanged. The
+:class:`indexes.dense.index.DenseIndex`, so the retrievers in ``rag/retrieve`` use them unchanged. The
 format is described in :mod:`indexes.shards`.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 
 from core.errors import IndexCorruptError
 from indexes.bm25 import Bm25Params, top_k
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense.index import DenseIndex, DenseParams
 from indexes.shards import (
     BM25_SHARD_ARRAYS,
     BM25_SHARD_FILE,

@@ -33,8 +33,8 @@ import numpy as np
 
 from core.errors import ConfigError, IndexCorruptError
 from indexes.bm25 import Bm25Params
-from indexes.dense import PARAMS_FILE as DENSE_PARAMS_FILE
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense.index import PARAMS_FILE as DENSE_PARAMS_FILE
+from indexes.dense.index import DenseIndex, DenseParams
 
 FORMAT = 1
 METHODS = ("robertson", "lucene", "atire", "bm25l", "bm25+")  # every bm25s scoring variant
@@ -44,7 +44,7 @@ BM25_SHARD_ARRAYS = ("data.npy", "indices.npy", "indptr.npy", "tokens.npy")
 BM25_SHARD_FILE = "shard.json"
 BM25_GLOBALS = ("vocab.json", "df.npy", "sharded.json", "medcite_bm25.json")
 DENSE_SHARDS_FILE = "shards.json"
-SHARDED_KINDS = ("flat", "hnsw")  # one FAISS file per shard; ivfpq is one merged index (indexes/ivf.py)
+SHARDED_KINDS = ("flat", "hnsw")  # one FAISS file per shard; ivfpq is one merged index (indexes/dense/ivf.py)
 
 
 def shard_dir(shard: int) -> str:
@@ -266,7 +266,7 @@ def write_dense_shard(folder: Path, vectors: np.ndarray, params: DenseParams) ->
     if params.kind not in SHARDED_KINDS:
         raise ConfigError(
             f"dense kind {params.kind!r} is not sharded per file; ivfpq is one merged index "
-            "built with indexes/ivf.py (train_ivfpq, add_ivfpq_shard, merge_ivfpq)"
+            "built with indexes/dense/ivf.py (train_ivfpq, add_ivfpq_shard, merge_ivfpq)"
         )
     DenseIndex.build(vectors, params).save(folder)
 

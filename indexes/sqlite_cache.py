@@ -2,7 +2,7 @@
 
 Every cache medcite keeps goes through :class:`SqliteCache`: the llm reranker's scores
 (``rag/rerank/cache.py``), eval generations (``evals/engine/generation_cache.py``), judge calls
-(``evals/engine/judge_cache.py``) and embedding vectors (``indexes/embedding_cache.py``). Each keeps its
+(``evals/engine/judge/cache.py``) and embedding vectors (``indexes/dense/embedding_cache.py``). Each keeps its
 own table, columns and value encoding (a :class:`Table` and a :class:`Codec`), so the files that
 existed before this module still open with the same keys and values.
 

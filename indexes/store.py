@@ -26,7 +26,7 @@ from core.types import Filters
 from indexes import text
 from indexes.bm25 import Bm25sIndex, LexicalIndex, RankBm25Index, read_params
 from indexes.chunkstore import ChunkStore
-from indexes.dense import DenseIndex
+from indexes.dense.index import DenseIndex
 from indexes.manifest import check_compatible, read_manifest, verify_files
 from indexes.shard_search import ShardedBm25, ShardedDense
 from indexes.shards import (

@@ -10,7 +10,7 @@ from core.errors import ConfigError, MedciteError
 from core.paths import Paths
 from core.types import Filters, Hit
 from corpora.chunking import ChunkerConfig
-from indexes.dense import DenseParams
+from indexes.dense.index import DenseParams
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
 from rag.check.terms import VERSION as VOCABULARY_VERSION
@@ -56,7 +56,7 @@ def build_from_cli(
     from corpora.chunking import WordpieceSpans
     from corpora.engine import make_engine
     from indexes.bm25 import Bm25Params
-    from indexes.embedder import MiniLmEmbedder, packaged_minilm_dir
+    from indexes.dense.embedder import MiniLmEmbedder, packaged_minilm_dir
 
     opened = _open_sources(paths, sources, path, options, fetch)
     config = BuildConfig(
@@ -149,7 +149,7 @@ def open_index(paths: Paths, name: str, *, with_embedder: bool) -> tuple[LoadedI
     fingerprint = None
     folder = paths.indexes_dir / name
     if with_embedder and read_manifest(folder).get("embedder"):
-        from indexes.embedder import MiniLmEmbedder
+        from indexes.dense.embedder import MiniLmEmbedder
 
         embedder = MiniLmEmbedder()
         fingerprint = embedder.fingerprint()

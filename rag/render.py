@@ -25,7 +25,8 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
 
 
 def citation_to_dict(citation: Citation) -> dict[str, Any]:
-    return {**asdict(citation), "section": list(citation.section)}
+    # the marker first, then the provenance, the quote and the support: the order the API always sent
+    return {"marker": citation.marker, **asdict(citation), "section": list(citation.section)}
 
 
 def sentence_to_dict(sentence: SentenceSupport) -> dict[str, Any]:

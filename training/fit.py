@@ -63,7 +63,7 @@ def cache_bottom(
 ) -> list[Any]:
     """Bottom-layer outputs per pair (float16, unpadded), computed in length-sorted batches."""
     torch = require("torch", package="torch", extra="dense")
-    from indexes.minilm import padded
+    from indexes.dense.minilm import padded
 
     out: list[Any] = [None] * len(encoded)
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]))

@@ -190,7 +190,7 @@ def medquad_pairs(
     """MedQuAD question -> answer pairs with same-focus negatives (train split only)."""
     from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
     from corpora.sources.medquad import MedQuADSource
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     if config.medquad_questions <= 0:
         return

@@ -161,7 +161,7 @@ def _base_model(fit_config: FitConfig) -> tuple[RelevanceModel, PairTokenizer, P
     weights file)."""
     torch = require("torch", package="torch", extra="dense")
     safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
     from rag.rerank.minilm import RelevanceModel
     from rag.rerank.trained import PairTokenizer
 

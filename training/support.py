@@ -280,7 +280,7 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
     from rag.check.support_model import ADAPTER_FILE, MANIFEST_FILE
     from rag.rerank.trained import SHIPPED_MODEL, read_manifest
 

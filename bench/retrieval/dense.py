@@ -35,7 +35,7 @@ from bench.common import (
 from bench.retrieval import corpus
 from bench.retrieval.materialize import bench_dir, folders
 from indexes.chunkstore import ChunkStore
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense.index import DenseIndex, DenseParams
 
 K = 10
 IVFPQ = {"nlist": 1024, "m": 96, "nbits": 8, "nprobe": 32, "train": 40_960}
@@ -58,7 +58,7 @@ def query_vectors() -> np.ndarray:
     key = bench_dir() / "query_vectors.json"
     if path.is_file() and key.is_file() and json.loads(key.read_text()) == questions:
         return np.load(path, allow_pickle=False)
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
 
     vectors = MiniLmEmbedder(threads=1).embed(questions)
     np.save(path, vectors, allow_pickle=False)

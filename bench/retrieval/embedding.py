@@ -1,8 +1,8 @@
 """Embedding throughput of the default embedder: with and without length-sorted batching, and
-the plain-torch encoder (``indexes/minilm.py``) against sentence-transformers on the same texts.
+the plain-torch encoder (``indexes/dense/minilm.py``) against sentence-transformers on the same texts.
 
 A fixed seeded sample of real chunks (their indexed texts, as the index build embeds them) goes
-through ``indexes.embedding_cache.embed_cached`` (an empty temporary cache each time, so
+through ``indexes.dense.embedding_cache.embed_cached`` (an empty temporary cache each time, so
 nothing is reused), once in corpus order and once sorted by length. The sample is cut into
 blocks and the two orders alternate per block (ABBA), so drift in machine load hits both alike.
 Torch uses every core, as an index build does. sentence-transformers already sorts the texts of
@@ -10,7 +10,7 @@ each ``encode`` call by length, so the global sort only changes which texts shar
 cache batch (and so how much each model batch pads).
 
 The implementations are compared the same way (ABBA blocks, one process, every core):
-sentence-transformers ``encode`` against :class:`indexes.embedder.MiniLmEmbedder`, with the
+sentence-transformers ``encode`` against :class:`indexes.dense.embedder.MiniLmEmbedder`, with the
 largest absolute difference between their vectors.
 """
 
@@ -45,8 +45,8 @@ def sample_texts(n: int) -> list[str]:
 def run(n: int = SAMPLE) -> dict[str, Any]:
     import torch
 
-    from indexes.embedder import MiniLmEmbedder
-    from indexes.embedding_cache import embed_cached
+    from indexes.dense.embedder import MiniLmEmbedder
+    from indexes.dense.embedding_cache import embed_cached
 
     texts = sample_texts(n)
     embedder = MiniLmEmbedder(threads=os.cpu_count())
@@ -89,7 +89,7 @@ def implementations(embedder: Any, texts: list[str]) -> dict[str, Any]:
     """Chunks/s of sentence-transformers and of medcite's encoder on ``texts``, ABBA blocks."""
     import sentence_transformers
 
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     reference = sentence_transformers.SentenceTransformer(str(packaged_minilm_dir()), device="cpu")
     reference.encode(["warm up"])

@@ -34,8 +34,8 @@ from bench.retrieval import corpus
 from bench.retrieval.dense import vectors_of
 from bench.retrieval.materialize import folders, open_bench_index
 from indexes import text
-from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import MiniLmEmbedder
+from indexes.dense.embedder import MiniLmEmbedder
+from indexes.dense.index import DenseIndex, DenseParams
 from indexes.store import load_index
 from rag.indexing import make_retriever
 

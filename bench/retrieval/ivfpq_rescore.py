@@ -46,8 +46,8 @@ from bench.common import (
 )
 from bench.retrieval import corpus
 from core.paths import Paths
-from indexes import ivf
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense import ivf
+from indexes.dense.index import DenseIndex, DenseParams
 
 K = 10
 POOL = ("default", "literature")
@@ -112,7 +112,7 @@ def make_vectors(size: str, out: Path) -> dict[str, Any]:
 
 def make_queries(out: Path) -> dict[str, Any]:
     from bench.retrieval.query_latency import sample_questions
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
 
     paths = Paths.from_env()
     questions = sample_questions(paths, "medquad", N_QUESTIONS, corpus.SEED)

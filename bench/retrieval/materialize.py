@@ -28,8 +28,8 @@ from core.paths import Paths
 from core.types import Chunk
 from indexes.bm25 import Bm25Params, Bm25sIndex
 from indexes.chunkstore import ChunkStore, write_chunks
-from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import MiniLmEmbedder
+from indexes.dense.embedder import MiniLmEmbedder
+from indexes.dense.index import DenseIndex, DenseParams
 from indexes.manifest import corpus_fingerprint, write_manifest
 from indexes.store import BM25_DIR, DENSE_DIR, LoadedIndex, load_index
 from indexes.text import tokenizer_config

@@ -35,8 +35,8 @@ def timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
 
 def embedding(index: Any, embedder: Any, count: int, block: int) -> dict[str, Any]:
     from indexes import text
-    from indexes.minilm import SentenceVectors, numpy_runner
-    from indexes.onnx_models import score_encoded
+    from indexes.dense.minilm import SentenceVectors, numpy_runner
+    from indexes.dense.onnx_models import score_encoded
 
     chunks = list(index.chunks)
     sample = random.Random(0).sample(chunks, min(count, len(chunks)))
@@ -64,8 +64,8 @@ def embedding(index: Any, embedder: Any, count: int, block: int) -> dict[str, An
 def relevance(
     questions: list[str], retriever: Any, candidates: int, threshold: float, keep: int
 ) -> dict[str, Any]:
-    from indexes.minilm import numpy_runner
-    from indexes.onnx_models import score_encoded
+    from indexes.dense.minilm import numpy_runner
+    from indexes.dense.onnx_models import score_encoded
     from rag.rerank.evidence import passage_text
     from rag.rerank.trained import TrainedReranker, calibrated
 
@@ -102,8 +102,8 @@ def kept_rows(probabilities: np.ndarray, threshold: float, keep: int) -> set[int
 
 
 def dense_top10(questions: list[str], index: Any, embedder: Any) -> dict[str, Any]:
-    from indexes.minilm import SentenceVectors, numpy_runner
-    from indexes.onnx_models import score_encoded
+    from indexes.dense.minilm import SentenceVectors, numpy_runner
+    from indexes.dense.onnx_models import score_encoded
 
     encoded = [(e.ids, e.type_ids) for e in embedder._tokenizer.encode_batch(questions)]
     torch_vectors = score_encoded(numpy_runner(SentenceVectors(embedder._model)), encoded, 64)

@@ -39,7 +39,7 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
     from corpora.chunking import WordpieceSpans
     from corpora.engine import BuildEngine, LocalEngine
     from corpora.engine_ray import RayEngine
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
 
     engine_name, workers = RUNS[args["run"]]
     folder = WORK / args["run"]

@@ -10,29 +10,24 @@ abstention sets, and ``qa:<file>``. Retrieval (:func:`load_retrieval`): ``bioasq
 Built-in sets are read under ``paths.source_data`` (``MEDCITE_SOURCE_DATA``); a relative
 ``mcq:``/``qa:``/``beir:`` path is looked up from the working directory first, then there.
 ``mcq:``/``qa:`` files (JSONL, JSON, CSV, parquet, a Hugging Face ``save_to_disk`` folder) take an
-optional column mapping and may have unusable rows: :func:`load_mcq_checked` and
-:func:`load_freetext_checked` return those with their row numbers (:mod:`evals.datasets.user_files`).
+optional column mapping and may have unusable rows: :func:`load_checked`, given the :class:`Kind`
+:data:`MCQ` or :data:`FREE_TEXT`, returns those with their row numbers
+(:mod:`evals.datasets.files.user_sets`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from core.errors import ConfigError
 from core.paths import Paths
 from evals.datasets.abstention import load_abstention
 from evals.datasets.beir import load_beir
 from evals.datasets.bioasq import load_bioasq_snippets
-from evals.datasets.freetext import FreeTextItem, load_bioasq_ideal, load_pubmedqa_long
-from evals.datasets.liveqa import load_liveqa
-from evals.datasets.mirage import DATASETS as MIRAGE_DATASETS
-from evals.datasets.mirage import load_mirage
-from evals.datasets.near_miss import load_near_miss
-from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
-from evals.datasets.qrels import coverage, restrict
-from evals.datasets.sampling import sample
-from evals.datasets.user_files import (
+from evals.datasets.files.user_sets import (
     MCQ_PREFIX,
     QA_PREFIX,
     LoadedSet,
@@ -40,19 +35,28 @@ from evals.datasets.user_files import (
     load_user_mcq,
     load_user_qa,
 )
+from evals.datasets.freetext import FreeTextItem, load_bioasq_ideal, load_pubmedqa_long
+from evals.datasets.liveqa import load_liveqa
+from evals.datasets.mirage import DATASETS as MIRAGE_DATASETS
+from evals.datasets.mirage import load_mirage
+from evals.datasets.near_miss import load_near_miss
+from evals.datasets.pubmedqa import load_pqal, load_pqal_retrieval
+from evals.datasets.qrels import coverage, restrict
+from evals.datasets.sampling import DEFAULT_STRATA, sample
 from evals.types import McqItem, RetrievalSet
 
 BEIR_PREFIX = "beir:"
+T = TypeVar("T")
 
 
-def _mirage_set(name: str) -> Callable[[Path], list[McqItem]]:
-    return lambda root: load_mirage(root / "mirage", (name,))
+def _mirage_set(name: str) -> Callable[[Paths], list[McqItem]]:
+    return lambda paths: load_mirage(paths.source_data / "mirage", (name,))
 
 
-MCQ_LOADERS: dict[str, Callable[[Path], list[McqItem]]] = {
-    "mirage": lambda root: load_mirage(root / "mirage"),
+MCQ_LOADERS: dict[str, Callable[[Paths], list[McqItem]]] = {
+    "mirage": lambda paths: load_mirage(paths.source_data / "mirage"),
     **{name: _mirage_set(name) for name in MIRAGE_DATASETS},
-    "pubmedqa-pqal": lambda root: load_pqal(root / "pubmedqa", "test"),
+    "pubmedqa-pqal": lambda paths: load_pqal(paths.source_data / "pubmedqa", "test"),
 }
 
 RETRIEVAL_LOADERS: dict[str, Callable[[Path], RetrievalSet]] = {
@@ -73,49 +77,54 @@ FREE_TEXT_LOADERS: dict[str, Callable[[Paths], list[FreeTextItem]]] = {
 }
 
 
-def _builtin(name: str, columns: Mapping[str, str] | None, prefix: str) -> None:
+@dataclass(frozen=True)
+class Kind(Generic[T]):
+    """What the multiple-choice and the free-text sets differ in when loaded by name."""
+
+    section: str  # where a run config lists such sets: [[mcq]], [[answers]]
+    label: str
+    prefix: str  # of a user's own file of this kind
+    loaders: Mapping[str, Callable[[Paths], list[T]]]  # the built-in sets
+    user_file: Callable[[str, Path, Mapping[str, str] | None], LoadedSet[T]]
+    strata: tuple[str, ...]  # what a run's sample of such a set is stratified by
+
+
+MCQ = Kind("mcq", "multiple-choice", MCQ_PREFIX, MCQ_LOADERS, load_user_mcq, DEFAULT_STRATA)
+FREE_TEXT = Kind(
+    "answers", "free-text", QA_PREFIX, FREE_TEXT_LOADERS, load_user_qa, ("dataset", "answerable")
+)
+
+
+def load_checked(
+    kind: Kind[T], name: str, paths: Paths, columns: Mapping[str, str] | None = None
+) -> LoadedSet[T]:
+    """A set of ``kind`` by name with the rows of a user's file that were skipped (none for
+    built-ins); an unknown name lists the known ones."""
+    if name.startswith(kind.prefix):
+        return kind.user_file(name, paths.source_data, columns)
+    loader = kind.loaders.get(name)
+    if loader is None:
+        known = [*kind.loaders, f"{kind.prefix}<file>"]
+        other = FREE_TEXT if kind is MCQ else MCQ
+        hint = (
+            f"; a {other.label} set goes under [[{other.section}]]" if name.startswith(other.prefix) else ""
+        )
+        raise ConfigError(f"unknown {kind.label} dataset {name!r}; known: {', '.join(known)}{hint}")
     if columns:
         raise ConfigError(
-            f"a column mapping applies to {prefix}<file> sets only, not to the built-in {name!r}"
+            f"a column mapping applies to {kind.prefix}<file> sets only, not to the built-in {name!r}"
         )
-
-
-def load_freetext_checked(
-    name: str, paths: Paths, columns: Mapping[str, str] | None = None
-) -> LoadedSet[FreeTextItem]:
-    """Free-text questions with reference answers, with the rows of a ``qa:`` file that were skipped."""
-    if name.startswith(QA_PREFIX):
-        return load_user_qa(name, paths.source_data, columns)
-    loader = FREE_TEXT_LOADERS.get(name)
-    if loader is None:
-        known = [*FREE_TEXT_LOADERS, f"{QA_PREFIX}<file>"]
-        hint = "; a multiple-choice set goes under [[mcq]]" if name.startswith(MCQ_PREFIX) else ""
-        raise ConfigError(f"unknown free-text dataset {name!r}; known: {', '.join(known)}{hint}")
-    _builtin(name, columns, QA_PREFIX)
     return LoadedSet(tuple(loader(paths)))
+
+
+def load_mcq(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> list[McqItem]:
+    """The items of a multiple-choice set by name."""
+    return list(load_checked(MCQ, name, paths, columns).items)
 
 
 def load_freetext(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> list[FreeTextItem]:
     """Free-text questions with reference answers, for the answer-quality metrics."""
-    return list(load_freetext_checked(name, paths, columns).items)
-
-
-def load_mcq_checked(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> LoadedSet[McqItem]:
-    """A multiple-choice set with the rows of an ``mcq:`` file that were skipped (none for built-ins)."""
-    if name.startswith(MCQ_PREFIX):
-        return load_user_mcq(name, paths.source_data, columns)
-    loader = MCQ_LOADERS.get(name)
-    if loader is None:
-        known = [*MCQ_LOADERS, f"{MCQ_PREFIX}<file>"]
-        hint = "; a free-text set goes under [[answers]]" if name.startswith(QA_PREFIX) else ""
-        raise ConfigError(f"unknown multiple-choice dataset {name!r}; known: {', '.join(known)}{hint}")
-    _builtin(name, columns, MCQ_PREFIX)
-    return LoadedSet(tuple(loader(paths.source_data)))
-
-
-def load_mcq(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> list[McqItem]:
-    """The items of a multiple-choice set by name; an unknown name lists the known ones."""
-    return list(load_mcq_checked(name, paths, columns).items)
+    return list(load_checked(FREE_TEXT, name, paths, columns).items)
 
 
 def load_retrieval(name: str, paths: Paths) -> RetrievalSet:
@@ -135,18 +144,20 @@ def load_retrieval(name: str, paths: Paths) -> RetrievalSet:
 
 
 __all__ = [
+    "FREE_TEXT",
     "FREE_TEXT_LOADERS",
+    "MCQ",
     "MCQ_LOADERS",
     "MCQ_PREFIX",
     "QA_PREFIX",
     "RETRIEVAL_LOADERS",
+    "Kind",
     "LoadedSet",
     "SkippedRow",
     "coverage",
+    "load_checked",
     "load_freetext",
-    "load_freetext_checked",
     "load_mcq",
-    "load_mcq_checked",
     "load_retrieval",
     "restrict",
     "sample",

@@ -1,7 +1,7 @@
 """Free-text answers, judged: each question answered by the pipeline, then scored at once.
 
 Per item: ``Pipeline.answer`` (retrieval, reranking, cited generation, verification), then
-``evals.engine.answer_quality.evaluate_answers`` on that one item with the run's model as the judge
+``evals.engine.judge.answer_quality.evaluate_answers`` on that one item with the run's model as the judge
 and the index's embedder, so the record written for the item already carries its scores (NaN
 with a reason where a metric is undefined) and a resumed run re-judges nothing it finished.
 """
@@ -16,12 +16,12 @@ from typing import Any
 
 from core.errors import MedciteError
 from core.paths import Paths
-from evals.engine.answer_quality import AnswerItem, evaluate_answers
 from evals.engine.conditions import ConditionStats, not_done, run_condition
 from evals.engine.config import EvalConfig, condition_profile
 from evals.engine.engine_ray import RayPool, Task, fan_out
 from evals.engine.generation_cache import CachingGenerator
-from evals.engine.judge_cache import default_judge_cache_path
+from evals.engine.judge.answer_quality import AnswerItem, evaluate_answers
+from evals.engine.judge.cache import default_judge_cache_path
 from evals.engine.rundir import RunDir
 from evals.metrics.choice import wilson_interval
 from evals.records import ItemRecord

@@ -40,7 +40,8 @@ class McqSet(_Strict):
     dataset: str  # mmlu | medqa | medmcqa | pubmedqa | bioasq | pubmedqa-pqal | mcq:<file>
     n: int | None = Field(default=None, ge=1)  # None: every item
     # mcq:<file> only: standard name -> the file's column, e.g. {question = "stem", answer = "key"};
-    # also split (a Hugging Face DatasetDict split) and answer_base (0 or 1). See evals/datasets/user_files.py
+    # also split (a Hugging Face DatasetDict split) and answer_base (0 or 1).
+    # See evals/datasets/files/user_sets.py
     columns: dict[str, str] | None = None
 
 
@@ -184,7 +185,7 @@ def load_config(path: Path) -> EvalConfig:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"invalid eval config {path}: {problems}") from exc
-    from evals.engine.answer_quality import KNOWN_METRICS
+    from evals.engine.judge.answer_quality import KNOWN_METRICS
 
     unknown = sorted(set(config.answer_metrics) - set(KNOWN_METRICS))
     if unknown:

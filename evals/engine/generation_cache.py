@@ -9,7 +9,7 @@ fingerprint (file sha256), so a different model never reads another's entries. T
 always had, so the answers in existing files are read back.
 
 :class:`DiskCachedGenerator` is the lookup, ask and store that this cache and the judge cache
-(``evals/engine/judge_cache.py``) share; each keeps its own table and key formula, so the files each
+(``evals/engine/judge/cache.py``) share; each keeps its own table and key formula, so the files each
 has written keep answering.
 """
 

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, closing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import ConfigError, MedciteError
 from core.paths import Paths
 from evals.engine.conditions import ConditionStats, not_done, run_condition
-from evals.engine.config import EvalConfig, condition_profile
+from evals.engine.config import AnswerSetConfig, EvalConfig, McqSet, condition_profile
 from evals.engine.engine_ray import RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
 from evals.engine.generation_cache import CachingGenerator
 from evals.engine.rundir import RunDir
@@ -31,6 +31,9 @@ from rag.choice import choose_option
 from rag.pipeline import Clock
 from rag.profile import Profile, load_profile
 from rag.protocols import Generator
+
+if TYPE_CHECKING:
+    from evals.datasets import Kind
 
 
 @dataclass
@@ -209,21 +212,23 @@ def open_generator(config: EvalConfig, paths: Paths) -> CachingGenerator:
 
 
 def load_items(
-    config: EvalConfig, paths: Paths, skipped: dict[str, Any] | None = None
+    kind: Kind[Any], config: EvalConfig, paths: Paths, skipped: dict[str, Any] | None = None
 ) -> dict[str, list[Any]]:
-    """The seeded, stratified sample of every multiple-choice set (loaded before anything runs);
-    the unusable rows of ``mcq:`` files go into ``skipped`` (for the run manifest)."""
-    from evals.datasets import load_mcq_checked, sample
+    """The seeded, stratified sample of every set of ``kind`` (``[[mcq]]`` or ``[[answers]]``),
+    loaded before anything runs; the unusable rows of ``mcq:``/``qa:`` files go into ``skipped``
+    (for the run manifest)."""
+    from evals.datasets import load_checked, sample
 
+    entries: Sequence[McqSet | AnswerSetConfig] = config.mcq if kind.section == "mcq" else config.answers
     items: dict[str, list[Any]] = {}
-    for entry in config.mcq:
-        loaded = load_mcq_checked(entry.dataset, paths, entry.columns)
+    for entry in entries:
+        loaded = load_checked(kind, entry.dataset, paths, entry.columns)
         _note_skipped(entry.dataset, loaded.skipped, skipped)
         pool = list(loaded.items)
         try:
-            items[entry.dataset] = sample(pool, entry.n, config.seed) if entry.n else pool
+            items[entry.dataset] = sample(pool, entry.n, config.seed, kind.strata) if entry.n else pool
         except ValueError as exc:
-            raise ConfigError(f"mcq dataset {entry.dataset}: {exc}") from exc
+            raise ConfigError(f"{kind.section} dataset {entry.dataset}: {exc}") from exc
     return items
 
 
@@ -239,25 +244,6 @@ def add_perturbed(config: EvalConfig, items: dict[str, list[Any]], paths: Paths)
                 items[ds], entry.perturbation, config.seed, paths
             )
     return out
-
-
-def load_answer_items(
-    config: EvalConfig, paths: Paths, skipped: dict[str, Any] | None = None
-) -> dict[str, list[Any]]:
-    """The seeded sample of every free-text set (answered and judged; each item is costly); the
-    unusable rows of ``qa:`` files go into ``skipped``."""
-    from evals.datasets import load_freetext_checked, sample
-
-    items: dict[str, list[Any]] = {}
-    for entry in config.answers:
-        loaded = load_freetext_checked(entry.dataset, paths, entry.columns)
-        _note_skipped(entry.dataset, loaded.skipped, skipped)
-        pool = list(loaded.items)
-        try:
-            items[entry.dataset] = sample(pool, entry.n, config.seed, strata=("dataset", "answerable"))
-        except ValueError as exc:
-            raise ConfigError(f"answers dataset {entry.dataset}: {exc}") from exc
-    return items
 
 
 def _note_skipped(dataset: str, rows: Sequence[Any], into: dict[str, Any] | None) -> None:
@@ -314,14 +300,17 @@ def run_eval(
     put behind the run cache. ``engine`` answers the multiple-choice and free-text items on Ray
     workers (``evals.engine.engine_ray``); this process still owns the run directory and the cache.
     """
+    from evals.datasets import FREE_TEXT, MCQ
+    from evals.engine.report.summary import write_summary
     from evals.engine.retrieval_run import run_retrieval, write_trec
-    from evals.engine.summary import write_summary
 
     start = time.perf_counter()
     skipped: dict[str, Any] = {}
-    items = add_perturbed(config, load_items(config, paths, skipped), paths)  # bad names fail here, first
+    items = add_perturbed(
+        config, load_items(MCQ, config, paths, skipped), paths
+    )  # bad names fail here, first
     sets = load_sets(config, paths)
-    answer_items = load_answer_items(config, paths, skipped)
+    answer_items = load_items(FREE_TEXT, config, paths, skipped)
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
     needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
@@ -457,8 +446,8 @@ def report_run(folder: Path, paths: Paths) -> Path:
     """
     import json
 
+    from evals.engine.report.summary import write_summary
     from evals.engine.retrieval_run import write_trec
-    from evals.engine.summary import write_summary
 
     stored = folder / "config.json"
     if not stored.is_file():

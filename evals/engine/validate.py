@@ -6,15 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from core.paths import Paths
-from evals.datasets import (
-    FREE_TEXT_LOADERS,
-    MCQ_LOADERS,
-    QA_PREFIX,
-    load_freetext_checked,
-    load_mcq_checked,
-)
+from evals.datasets import FREE_TEXT, FREE_TEXT_LOADERS, MCQ, MCQ_LOADERS, QA_PREFIX, Kind, load_checked
 from evals.types import McqItem
 
 
@@ -34,7 +29,8 @@ def validate_dataset(name: str, paths: Paths, columns: Mapping[str, str] | None 
 
     Raises ConfigError (or SourceError for built-in sets) when the set cannot be read at all."""
     freetext = name.startswith(QA_PREFIX) or (name in FREE_TEXT_LOADERS and name not in MCQ_LOADERS)
-    loaded = (load_freetext_checked if freetext else load_mcq_checked)(name, paths, columns)
+    kind: Kind[Any] = FREE_TEXT if freetext else MCQ
+    loaded = load_checked(kind, name, paths, columns)
     lines = [f"{name}: {loaded.shape}", f"  items: {len(loaded.items)} usable, {len(loaded.skipped)} skipped"]
     lines += [f"  note: {note}" for note in loaded.notes]
     mcq = [item for item in loaded.items if isinstance(item, McqItem)]

@@ -176,7 +176,7 @@ _SPLIT_KEYS = (
 
 
 def _split_rows(base: list[ItemRecord], rag: list[ItemRecord]) -> dict[str, dict[str, Any]]:
-    from evals.engine.compare import compare_sets
+    from evals.engine.report.compare import compare_sets
 
     try:
         rows = compare_sets(base, rag, n_resamples=1000)

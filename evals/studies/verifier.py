@@ -218,7 +218,7 @@ def _with_judge(
 def run(
     paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int, model: Path | None
 ) -> dict[str, Any]:
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
 
     started = time.perf_counter()
     embedder = MiniLmEmbedder()

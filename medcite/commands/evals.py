@@ -149,7 +149,7 @@ def _cmd_eval_run(args: argparse.Namespace, paths: Paths) -> int:
 def _run_config(args: argparse.Namespace) -> Any:
     """The config file, or the one ``--dataset`` flags describe (exactly one of the two)."""
     from core.errors import ConfigError
-    from evals.datasets.user_files import parse_columns
+    from evals.datasets.files.user_sets import parse_columns
     from evals.engine.config import load_config
     from evals.engine.quick_config import config_for_datasets
 
@@ -165,7 +165,7 @@ def _run_config(args: argparse.Namespace) -> Any:
 
 
 def _cmd_eval_validate(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.datasets.user_files import parse_columns
+    from evals.datasets.files.user_sets import parse_columns
     from evals.engine.validate import validate_dataset
 
     result = validate_dataset(args.dataset, paths, parse_columns(",".join(args.columns or [])))
@@ -203,7 +203,7 @@ def _cmd_eval_leakage(args: argparse.Namespace, paths: Paths) -> int:
 
 
 def _cmd_eval_compare(args: argparse.Namespace, paths: Paths) -> int:
-    from evals.engine.compare import compare_runs
+    from evals.engine.report.compare import compare_runs
 
     print(compare_runs(args.run_a, args.run_b, markdown=args.markdown))
     return 0

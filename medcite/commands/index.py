@@ -171,8 +171,8 @@ def _print_hits(hits: list[Hit]) -> None:
 
 
 def _cmd_seed_cache(args: argparse.Namespace, paths: Paths) -> int:
-    from indexes.embedder import MiniLmEmbedder
-    from indexes.embedding_cache import seed_from_index
+    from indexes.dense.embedder import MiniLmEmbedder
+    from indexes.dense.embedding_cache import seed_from_index
 
     names = args.name or sorted(p.name for p in paths.indexes_dir.iterdir() if p.is_symlink())
     embedder = MiniLmEmbedder()

@@ -48,7 +48,7 @@ def _model_commands(sub: Sub) -> None:
 
 
 def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
     from rag.check.support_model import TrainedSupport
     from rag.generate.models import DEFAULT_GENERATOR, fetch_model
     from rag.rerank.trained import TrainedReranker

@@ -36,7 +36,7 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.types import Chunk
-from indexes.onnx_models import OnnxModel, exported, score_encoded
+from indexes.dense.onnx_models import OnnxModel, exported, score_encoded
 from rag.check.plain_text import plain_text
 from rag.check.support_signals import lexical_coverage
 from rag.generate.sentences import sentence_spans
@@ -132,7 +132,7 @@ class TrainedSupport:
 
     @cached_property
     def _tokenizer(self) -> PairTokenizer:
-        from indexes.embedder import packaged_minilm_dir
+        from indexes.dense.embedder import packaged_minilm_dir
         from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, read_manifest
 
         relevance = read_manifest(SHIPPED_MODEL)
@@ -141,7 +141,7 @@ class TrainedSupport:
     @cached_property
     def _model(self) -> OnnxModel:
         """The model run by ONNX Runtime, exported from torch the first time these weights are
-        used (``indexes/onnx_models.py``); the weights' hashes are checked either way."""
+        used (``indexes/dense/onnx_models.py``); the weights' hashes are checked either way."""
         from rag.rerank.trained import (
             SHIPPED_MODEL,
             check_file,

@@ -1,4 +1,4 @@
-"""The relevance and support models: the MiniLM encoder (``indexes/minilm.py``) read as a
+"""The relevance and support models: the MiniLM encoder (``indexes/dense/minilm.py``) read as a
 cross-encoder, question and passage in one input, one logit out.
 
 The weights of the base model are the registry's all-MiniLM-L6-v2 (the embedder medcite already
@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from core.errors import ModelError
-from indexes.minilm import HIDDEN, LAYERS, MiniLmEncoder, mean_pool, nn, torch
+from indexes.dense.minilm import HIDDEN, LAYERS, MiniLmEncoder, mean_pool, nn, torch
 
 F: Any = torch.nn.functional
 

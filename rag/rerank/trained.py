@@ -28,8 +28,8 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.types import Hit
+from indexes.dense.onnx_models import OnnxModel, exported, score_encoded
 from indexes.files import sha256_file
-from indexes.onnx_models import OnnxModel, exported, score_encoded
 from rag.rerank.evidence import passage_text, sort_and_renumber
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def check_file(path: Path, expected_sha256: str, what: str, fix: str) -> None:
 def check_relevance_files(folder: Path, manifest: dict[str, Any]) -> Path:
     """The base weights' path, once they and the relevance overlay of ``folder`` match the
     manifest's hashes (its folder holds the tokenizer)."""
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     base = packaged_minilm_dir() / "model.safetensors"
     check_file(
@@ -192,14 +192,14 @@ class TrainedReranker:
 
     @cached_property
     def _tokenizer(self) -> PairTokenizer:
-        from indexes.embedder import packaged_minilm_dir
+        from indexes.dense.embedder import packaged_minilm_dir
 
         return PairTokenizer(packaged_minilm_dir() / "tokenizer.json", int(self.manifest["max_length"]))
 
     @cached_property
     def _model(self) -> OnnxModel:
         """The model run by ONNX Runtime, exported from torch the first time these weights are
-        used (``indexes/onnx_models.py``); the weights' hashes are checked either way."""
+        used (``indexes/dense/onnx_models.py``); the weights' hashes are checked either way."""
         check_relevance_files(self.folder, self.manifest)
         key = weights_key(self.manifest["base_sha256"], self.manifest["overlay_sha256"])
         return exported("relevance", key, self._torch_model, self.threads)

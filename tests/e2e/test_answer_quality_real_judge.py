@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from core.paths import Paths
-from evals.engine.answer_quality import AnswerItem, evaluate_answers
-from indexes.embedder import MiniLmEmbedder
+from evals.engine.judge.answer_quality import AnswerItem, evaluate_answers
+from indexes.dense.embedder import MiniLmEmbedder
 from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import model_path
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexes.embedder import MiniLmEmbedder, packaged_minilm_dir
+from indexes.dense.embedder import MiniLmEmbedder, packaged_minilm_dir
 
 pytestmark = pytest.mark.e2e
 

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from indexes.onnx_models import onnx_dir, score_encoded
+from indexes.dense.onnx_models import onnx_dir, score_encoded
 from rag.check.support_model import TrainedSupport
 from rag.rerank.trained import TrainedReranker
 
@@ -34,7 +34,7 @@ def data_dir(tmp_path, monkeypatch):
 
 def _torch_scores(model, encoded):
     torch = pytest.importorskip("torch")
-    from indexes.minilm import padded
+    from indexes.dense.minilm import padded
 
     with torch.inference_mode():
         return np.concatenate([model(*padded([pair])).double().numpy() for pair in encoded])
@@ -60,7 +60,7 @@ def test_support_logits_agree_with_torch(data_dir) -> None:
 def test_a_process_with_exported_models_never_imports_torch(data_dir) -> None:
     TrainedReranker().logits(QUESTION, PASSAGES[:1])  # exports it into data_dir
     script = (
-        "import json, sys; from indexes.embedder import MiniLmEmbedder; "
+        "import json, sys; from indexes.dense.embedder import MiniLmEmbedder; "
         "from rag.rerank.trained import TrainedReranker; "
         "MiniLmEmbedder().embed(['x']); TrainedReranker().logits('q', ['p']); "
         "print(json.dumps('torch' in sys.modules))"
@@ -99,7 +99,7 @@ def test_scores_come_back_in_input_order_whatever_the_batching() -> None:
 
 
 def test_the_embedder_gives_the_same_vectors_on_either_runtime(data_dir) -> None:
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
 
     texts = [QUESTION, *PASSAGES]
     onnx = MiniLmEmbedder(batch_size=2).embed(texts)
@@ -109,7 +109,7 @@ def test_the_embedder_gives_the_same_vectors_on_either_runtime(data_dir) -> None
 
 def test_an_unknown_runtime_is_refused_with_the_choices() -> None:
     from core.errors import ConfigError
-    from indexes.embedder import MiniLmEmbedder
+    from indexes.dense.embedder import MiniLmEmbedder
 
     with pytest.raises(ConfigError, match="onnx, torch"):
         MiniLmEmbedder(runtime="tensorflow")

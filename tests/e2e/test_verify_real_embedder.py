@@ -12,7 +12,7 @@ import pytest
 from core.types import Hit
 from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
 from corpora.sources.open_medicine import OpenMedicineSource
-from indexes.embedder import MiniLmEmbedder, packaged_minilm_dir
+from indexes.dense.embedder import MiniLmEmbedder, packaged_minilm_dir
 from rag.check.verify import SupportVerifier
 from rag.generate.citations import parse_answer
 

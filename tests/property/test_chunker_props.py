@@ -32,7 +32,7 @@ SECTION_NAME = st.text(ANY_CHAR, min_size=1, max_size=8).filter(lambda s: "/" no
 
 @cache
 def wordpiece() -> WordpieceSpans:
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     return WordpieceSpans(packaged_minilm_dir() / "tokenizer.json")
 

@@ -59,7 +59,7 @@ class SlowLetterModel(LetterModel):
 
 def build(data: Path, embedder: HashEmbedder):
     from corpora.build import BuildConfig, build_index
-    from indexes.dense import DenseParams
+    from indexes.dense.index import DenseParams
 
     return build_index(
         [ListSource(DOCS)],

@@ -18,8 +18,8 @@ import pytest
 
 from core.errors import IndexStoreError
 from corpora.build import BuildConfig, build_index
-from indexes.dense import DenseParams
-from indexes.embedding_cache import VectorStore
+from indexes.dense.embedding_cache import VectorStore
+from indexes.dense.index import DenseParams
 from indexes.store import load_index
 from rag.retrieve.lexical import Bm25Retriever
 from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from corpora.build import BuildConfig, build_index
-from indexes.dense import DenseParams
+from indexes.dense.index import DenseParams
 from medcite.cli import main
 from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
 
@@ -25,7 +25,7 @@ def data_dir(tmp_path, monkeypatch):
 @pytest.fixture
 def empty_model_dir(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "model").mkdir(parents=True)
-    monkeypatch.setattr("indexes.embedder.package_dir", lambda module: tmp_path / "pkg")
+    monkeypatch.setattr("indexes.dense.embedder.package_dir", lambda module: tmp_path / "pkg")
     return tmp_path / "pkg" / "model"
 
 
@@ -48,7 +48,7 @@ def test_index_build_without_the_model_files_says_how_to_get_them(capsys, data_d
 
 
 def test_index_build_without_the_weights_package_says_how_to_install_it(capsys, data_dir, monkeypatch):
-    monkeypatch.setattr("indexes.embedder.package_dir", lambda module: None)
+    monkeypatch.setattr("indexes.dense.embedder.package_dir", lambda module: None)
     err = cli_error(capsys, ["index", "build", "--source", "open-medicine", "--limit", "1", "--quiet"])
     assert "the default embedder weights are not installed" in err and "medcite[dense]" in err
 

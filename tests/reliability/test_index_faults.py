@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from corpora.build import BuildConfig, build_index
-from indexes.dense import DenseParams
+from indexes.dense.index import DenseParams
 from indexes.manifest import read_manifest
 from tests.api.support import KEY
 from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans

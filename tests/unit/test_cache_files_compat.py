@@ -22,8 +22,8 @@ import pytest
 
 from core.types import Generation, Message
 from evals.engine.generation_cache import CachingGenerator
-from evals.engine.judge_cache import CachedJudge, JudgeCache
-from indexes.embedding_cache import embed_cached
+from evals.engine.judge.cache import CachedJudge, JudgeCache
+from indexes.dense.embedding_cache import embed_cached
 from rag.generate.yes_no import NO, YES
 from rag.rerank.cache import ScoreCache
 from rag.rerank.llm import LlmRelevanceReranker, relevance_messages
@@ -170,7 +170,7 @@ def test_a_corrupt_generation_cache_is_moved_aside_and_the_run_goes_on(tmp_path,
     assert aside.read_bytes().startswith(b"\x00not sqlite")
 
 
-# -- evals/engine/judge_cache.py -------------------------------------------------------------------------
+# -- evals/engine/judge/cache.py -------------------------------------------------------------------------
 
 
 def test_old_judge_cache_file_answers_without_the_judge(tmp_path):
@@ -206,7 +206,7 @@ def test_old_judge_cache_file_answers_without_the_judge(tmp_path):
     cached.cache.close()
 
 
-# -- indexes/embedding_cache.py -------------------------------------------------------------------
+# -- indexes/dense/embedding_cache.py -------------------------------------------------------------------
 
 
 class MustNotEmbed(HashEmbedder):

@@ -7,8 +7,8 @@ import pytest
 
 from core.errors import MissingExtraError
 from indexes.bm25 import Bm25Params, RankBm25Index
-from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import MiniLmEmbedder
+from indexes.dense.embedder import MiniLmEmbedder
+from indexes.dense.index import DenseIndex, DenseParams
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ held-out BioASQ year, is left out, and so is any question whose normalised text 
 
 - **contexts**: its gold snippets, one per PubMed article ("title. abstract", in BioASQ order),
   as the faithfulness metric would receive retrieved passages. The judge reads only the first
-  ``CONTEXTS_MAX`` contexts, each cut to ``CONTEXT_MAX_CHARS`` (``evals.engine.answer_quality``), so
+  ``CONTEXTS_MAX`` contexts, each cut to ``CONTEXT_MAX_CHARS`` (``evals.engine.judge.answer_quality``), so
   "in the contexts" below means in that visible text.
 - ``supported`` (label 1): a sentence of the item's first ideal answer (six words or more, a
   leading "Yes."/"No." removed, not opening with a pronoun: the metric judges standalone
@@ -57,7 +57,7 @@ from evals.datasets.support_set import (
     exact_answers,
     read_snippets,
 )
-from evals.engine.answer_quality import CONTEXT_MAX_CHARS, CONTEXTS_MAX
+from evals.engine.judge.answer_quality import CONTEXT_MAX_CHARS, CONTEXTS_MAX
 
 RULES = ("supported", "negation", "number", "antonym", "entity", "unrelated")
 FALSE_RULES = RULES[1:]

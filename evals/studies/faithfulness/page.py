@@ -88,8 +88,8 @@ def _summary_lines(report: Mapping[str, Any]) -> list[str]:
         f"{report['claims']} claims over {report['items']} BioASQ items (Tasks 7B-10B; 11B held out): "
         f"{report['supported']} supported, {report['false']} false, labelled by construction "
         "(`evals/studies/faithfulness/labelled.py`). Each claim is judged by the faithfulness metric's own "
-        "NLI step (`evals/engine/answer_quality.py`: same prompt, contexts, truncation and verdict rule; "
-        "judge: the default "
+        "NLI step (`evals/engine/judge/answer_quality.py`: same prompt, contexts, truncation and "
+        "verdict rule; judge: the default "
         f"profile's Qwen2.5-Coder 1.5B Q4_K_M). Command: `{report['environment']['command']}`.",
         "",
         f"- ROC-AUC of the margin log P(yes) - log P(no): **{report['roc_auc']:.3f}** "
@@ -168,7 +168,7 @@ def markdown(report: Mapping[str, Any]) -> str:
 
 def histogram(rows: Sequence[Row], path: Path) -> Path:
     """Margins per class, overlaid, with the verdict threshold at 0."""
-    from evals.engine.plots import _pyplot
+    from evals.engine.report.plots import _pyplot
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))

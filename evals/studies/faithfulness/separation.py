@@ -4,7 +4,7 @@
 
 Builds the labelled set of ``evals.studies.faithfulness.labelled`` (written with its text to
 ``--work``, under the data folder), then scores every claim with the exact yes/no step of
-``evals.engine.answer_quality.faithfulness``: the same system prompt, ``NLI_USER`` prompt, contexts
+``evals.engine.judge.answer_quality.faithfulness``: the same system prompt, ``NLI_USER`` prompt, contexts
 formatting and truncation (``_contexts``) and verdict rule (``_yes``: P(yes) >= P(no)), through
 the project's judge cache (``$MEDCITE_DATA_DIR/cache/judge.sqlite``), with the default
 profile's generator as the judge. The margin reported is ``log P(yes) - log P(no)``, each over
@@ -28,8 +28,8 @@ from typing import Any
 
 from core.paths import Paths
 from core.types import Message
-from evals.engine.answer_quality import NLI_USER, YES_NO_SYSTEM, AnswerItem, _contexts, _yes
-from evals.engine.judge_cache import CachedJudge, JudgeCache, default_judge_cache_path
+from evals.engine.judge.answer_quality import NLI_USER, YES_NO_SYSTEM, AnswerItem, _contexts, _yes
+from evals.engine.judge.cache import CachedJudge, JudgeCache, default_judge_cache_path
 from evals.studies.faithfulness.labelled import (
     LabelledItem,
     build_items,

@@ -252,7 +252,7 @@ def _reasons(counts: Mapping[str, int]) -> str:
 METHOD = (
     "Both sides judge the same inputs: the question, the answer without its `[n]` markers, the passages "
     "the chain retrieved (medcite reads the first 5, each cut to 1,200 characters; ragas all of them, "
-    "whole) and the reference answer. medcite: `evals/engine/answer_quality.py` inside the eval run, "
+    "whole) and the reference answer. medcite: `evals/engine/judge/answer_quality.py` inside the eval run, "
     "Qwen2.5-Coder-1.5B-Instruct Q4_K_M in process, yes/no from next-token probabilities. ragas 0.4.3: "
     "`evals/ragas_env/score.py` in `.venv-ragas`, the same GGUF behind llama-cpp-python's "
     "OpenAI-compatible server (`llm_factory`, JSON mode), all-MiniLM-L6-v2 for answer relevancy on both "

@@ -167,7 +167,7 @@ PUBLISHED: dict[tuple[str, str], dict[str, float]] = {
 def reference_report(paths: Paths, *, seed: int = 0) -> str:
     """Markdown of ``docs/results/mirage_reference_compare.md``: the published table next to the
     same predictions scored strictly and by MIRAGE's rule, then closed-book vs MedRAG per LLM."""
-    from evals.engine.compare import compare, render_markdown
+    from evals.engine.report.compare import compare, render_markdown
     from evals.metrics.choice import accuracy
 
     source = paths.source_data / SOURCE_FILE

@@ -92,10 +92,10 @@ def test_a_missing_ray_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_sharded_ivfpq_is_one_merged_index_with_the_unsharded_answers(tmp_path: Path) -> None:
-    """ivfpq shards are added to one trained quantiser and merged (indexes/ivf.py), in the build."""
+    """ivfpq shards are added to one trained quantiser and merged (indexes/dense/ivf.py), in the build."""
     pytest.importorskip("faiss")
     from corpora.build import build_index
-    from indexes.dense import DenseParams
+    from indexes.dense.index import DenseParams
     from indexes.store import load_index
     from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
 

@@ -21,7 +21,7 @@ from corpora.catalog import open_source
 from corpora.chunking import WordpieceSpans
 from corpora.engine import BuildEngine, LocalEngine
 from corpora.engine_ray import RayEngine
-from indexes.embedder import MiniLmEmbedder
+from indexes.dense.embedder import MiniLmEmbedder
 from indexes.store import load_index
 from tests.ray_support import local_ray
 

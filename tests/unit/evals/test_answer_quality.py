@@ -17,7 +17,7 @@ import pytest
 from core.errors import ConfigError, GeneratorError, GeneratorTimeout
 from core.paths import Paths
 from core.types import Answer, Citation, Generation, Message, SentenceSupport
-from evals.engine.answer_quality import (
+from evals.engine.judge.answer_quality import (
     KNOWN_METRICS,
     AnswerItem,
     UndefinedMetric,
@@ -26,7 +26,7 @@ from evals.engine.answer_quality import (
     evaluate_answers,
     reference_item_precision,
 )
-from evals.engine.judge_cache import JudgeCache, default_judge_cache_path
+from evals.engine.judge.cache import JudgeCache, default_judge_cache_path
 from tests.helpers import HashEmbedder
 
 CONTEXTS = (
@@ -100,7 +100,7 @@ class GarbageJudge(ScriptedJudge):
 
 def chain_answer(mode: str = "rag", supports: Sequence[float | None] = (0.9, 0.3)) -> Answer:
     cites = tuple(
-        Citation(m, f"d#{m}", "d", "T", ("S",), "test", "u", "CC0", 0, 1, "q", support=s)
+        Citation(f"d#{m}", "d", "T", ("S",), "test", "u", "CC0", 0, 1, marker=m, quote="q", support=s)
         for m, s in enumerate(supports, 1)
     )
     sentences = (

@@ -11,7 +11,7 @@ from core.paths import Paths
 from corpora.build import BuildConfig, build_index
 from evals import datasets as registry
 from evals.datasets.gold_passages import gold_lookup, original_set
-from evals.engine.summary import write_summary
+from evals.engine.report.summary import write_summary
 from evals.leakage.check import (
     WordHasher,
     check_index,
@@ -153,7 +153,7 @@ def tiny_paths(tmp_path_factory) -> Paths:
 
 @pytest.fixture()
 def tiny_dataset(monkeypatch):
-    monkeypatch.setitem(registry.MCQ_LOADERS, "tiny", lambda root: list(ITEMS))
+    monkeypatch.setitem(registry.MCQ_LOADERS, "tiny", lambda paths: list(ITEMS))
 
 
 def test_scan_of_a_built_index(tiny_paths):

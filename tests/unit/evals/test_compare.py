@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
-from evals.engine.compare import compare, compare_runs, render_markdown, render_text, unpaired_datasets
+from evals.engine.report.compare import compare, compare_runs, render_markdown, render_text, unpaired_datasets
 from evals.metrics.stats import mcnemar_exact
 from evals.records import ItemRecord, write_records
 

@@ -67,7 +67,7 @@ def test_a_ray_run_writes_the_records_of_a_local_run(ray_session, index_dir, tmp
         FreeTextItem("af", "q1", "How is anticoagulation in atrial fibrillation decided?", "CHA2DS2-VASc."),
         FreeTextItem("af", "q2", "Zxqv wobble?", None),
     ]
-    monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda root: questions)
+    monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda paths: questions)
     profile = tmp_path / "fast-flag.toml"  # "flag": BM25-only answers are kept (labelled) and judged
     profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
     cfg = config("same", profile=str(profile), answers=[{"dataset": "af", "n": 2}])

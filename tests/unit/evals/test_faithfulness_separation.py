@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from core.types import Message
-from evals.engine.answer_quality import CONTEXT_MAX_CHARS, NLI_USER, YES_NO_SYSTEM
-from evals.engine.judge_cache import CachedJudge, JudgeCache
+from evals.engine.judge.answer_quality import CONTEXT_MAX_CHARS, NLI_USER, YES_NO_SYSTEM
+from evals.engine.judge.cache import CachedJudge, JudgeCache
 from evals.studies.faithfulness.labelled import (
     Claim,
     LabelledItem,

@@ -12,7 +12,7 @@ import pytest
 
 from core.paths import Paths
 from evals.datasets.mirage import load_mirage
-from evals.engine.compare import compare, compare_runs
+from evals.engine.report.compare import compare, compare_runs
 from evals.metrics.choice import accuracy
 from evals.records import ItemRecord, read_records
 from evals.studies.reference.predictions import (

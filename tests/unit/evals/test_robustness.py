@@ -188,7 +188,7 @@ def test_perturb_items_keeps_only_changed_items_in_order():
 
 
 def test_rag_vs_closed_book_pools_originals_only_and_gives_each_copy_set_its_own_row():
-    from evals.engine.compare import compare_sets
+    from evals.engine.report.compare import compare_sets
 
     def arm(cond: str, pred: str) -> list[ItemRecord]:
         sets = ("medqa", "pubmedqa", "medqa~drug-names")

@@ -199,7 +199,7 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
         FreeTextItem("af", "q1", "How is anticoagulation in atrial fibrillation decided?", "CHA2DS2-VASc."),
         FreeTextItem("af", "q2", "Zxqv wobble?", None),  # nothing to retrieve: an abstention
     ]
-    monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda root: questions)
+    monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda paths: questions)
     # A BM25-only index has no support verifier, so under the default policy ("drop") nothing is
     # verified and every answer abstains; "flag" keeps the answer, labelled [UNVERIFIED], to judge.
     profile = tmp_path / "fast-flag.toml"

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from core.errors import ConfigError
 from core.paths import Paths
-from evals.datasets import load_freetext_checked, load_mcq, load_mcq_checked
-from evals.datasets.user_files import listing
+from evals.datasets import FREE_TEXT, MCQ, load_checked, load_mcq
+from evals.datasets.files.user_sets import listing
 from medcite import cli
 
 LETTERS = string.ascii_uppercase
@@ -99,7 +99,7 @@ def test_the_reported_file_validates_and_loads_with_the_right_answers(tmp_path, 
     out = capsys.readouterr().out
     assert "308 usable, 0 skipped" in out and "options per question: 4: 308" in out
     assert "read as pandas orient=columns ({column: {row: value}}), 308 rows" in out
-    loaded = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{path}", paths_for(tmp_path))
     assert [i.answer for i in loaded.items] == list(df["answer_idx"])
     first = loaded.items[0]
     assert (first.qid, first.options) == (
@@ -118,7 +118,7 @@ def test_each_layout_reads_the_same_items(tmp_path, layout):
     write, said = LAYOUTS[layout]
     expected = _as_tuples(load_mcq(f"mcq:{_json('records')(df, tmp_path)}", paths_for(tmp_path)))
     (tmp_path / layout).mkdir()
-    loaded = load_mcq_checked(f"mcq:{write(df, tmp_path / layout)}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{write(df, tmp_path / layout)}", paths_for(tmp_path))
     assert _as_tuples(list(loaded.items)) == expected and loaded.skipped == ()
     assert said in loaded.notes[0] and loaded.notes[0].endswith(", 5 rows")
 
@@ -152,7 +152,7 @@ def test_answer_as_option_text_only_and_disagreeing_columns(tmp_path):
     clash.loc[2, "answer"] = "drug 2-0"  # answer_idx says C
     clash.loc[3, "answer"] = "see the explanation"  # names no option: answer_idx alone decides
     clash.to_json(tmp_path / "clash.json")
-    loaded = load_mcq_checked(f"mcq:{tmp_path / 'clash.json'}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{tmp_path / 'clash.json'}", paths_for(tmp_path))
     assert [i.answer for i in loaded.items] == ["A", "D", "B"]
     assert [(s.row, s.reason) for s in loaded.skipped] == [
         (
@@ -204,7 +204,7 @@ def test_errors_name_a_handful_of_columns_and_the_layout(tmp_path):
 def test_free_text_files_and_empty_tables(tmp_path):
     qa = pd.DataFrame({"question": ["Why?", "How?"], "answer": ["Because.", "So."]})
     qa.to_json(tmp_path / "qa.json.gz")
-    loaded = load_freetext_checked(f"qa:{tmp_path / 'qa.json.gz'}", paths_for(tmp_path))
+    loaded = load_checked(FREE_TEXT, f"qa:{tmp_path / 'qa.json.gz'}", paths_for(tmp_path))
     assert [(i.qid, i.reference) for i in loaded.items] == [("1", "Because."), ("2", "So.")]
     assert (
         loaded.notes[0] == "read as pandas orient=columns ({column: {row: value}}), gzip-compressed, 2 rows"
@@ -225,7 +225,7 @@ def test_an_unreadable_row_or_file_gets_one_clear_message(tmp_path, monkeypatch)
     split = json.loads(df.to_json(orient="split"))
     split["data"][1] = split["data"][1][:3]
     (tmp_path / "cut.json").write_text(json.dumps(split))
-    loaded = load_mcq_checked(f"mcq:{tmp_path / 'cut.json'}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{tmp_path / 'cut.json'}", paths_for(tmp_path))
     assert [(s.row, s.reason) for s in loaded.skipped] == [
         (2, "unreadable row: 3 values for 9 columns (pandas orient=split)")
     ]
@@ -312,6 +312,6 @@ def test_any_valid_table_round_trips_through_every_layout(tmp_path_factory, rows
     want = expected_items(rows)
     for layout, (write, _) in LAYOUTS.items():
         (folder / layout).mkdir()
-        loaded = load_mcq_checked(f"mcq:{write(df, folder / layout)}", paths_for(folder))
+        loaded = load_checked(MCQ, f"mcq:{write(df, folder / layout)}", paths_for(folder))
         assert loaded.skipped == (), layout
         assert _as_tuples(list(loaded.items)) == want, layout

@@ -15,8 +15,8 @@ import pytest
 
 from core.errors import ConfigError
 from core.paths import Paths
-from evals.datasets import load_freetext, load_freetext_checked, load_mcq, load_mcq_checked
-from evals.datasets.user_files import parse_columns
+from evals.datasets import FREE_TEXT, MCQ, load_checked, load_freetext, load_mcq
+from evals.datasets.files.user_sets import parse_columns
 from evals.engine.config import AnswerSetConfig, EvalConfig, McqSet, load_config
 from evals.engine.quick_config import config_for_datasets, default_name
 from medcite import cli
@@ -86,7 +86,7 @@ def save_dict_to_disk(folder: Path, splits: dict[str, pa.Table]) -> Path:
 
 def test_jsonl_medqa_rows_with_letter_list_and_text_answers(tmp_path):
     spec = f"mcq:{write_jsonl(tmp_path / 'medqa.jsonl', MEDQA_ROWS)}"
-    loaded = load_mcq_checked(spec, paths_for(tmp_path))
+    loaded = load_checked(MCQ, spec, paths_for(tmp_path))
     assert loaded.skipped == () and loaded.shape.startswith("MedQA-style")
     assert [(i.qid, i.answer) for i in loaded.items] == [("q1", "B"), ("q2", "C"), ("q3", "B")]
     assert loaded.items[1].options == {"A": "one", "B": "two", "C": "three", "D": "four"}
@@ -101,7 +101,7 @@ def test_json_mirage_object_uses_its_keys_as_ids(tmp_path):
     (tmp_path / "bench.json").write_text(json.dumps({"myset": data}))
     (tmp_path / "flat.json").write_text(json.dumps(data))
     for name in ("bench.json", "flat.json"):
-        loaded = load_mcq_checked(f"mcq:{tmp_path / name}", paths_for(tmp_path))
+        loaded = load_checked(MCQ, f"mcq:{tmp_path / name}", paths_for(tmp_path))
         assert loaded.shape.startswith("MIRAGE") and [(i.qid, i.answer) for i in loaded.items] == [
             ("x-1", "A"),
             ("x-2", "C"),
@@ -114,7 +114,7 @@ def test_csv_medmcqa_cop_is_read_one_based_and_said_so(tmp_path):
         ["id", "question", "opa", "opb", "opc", "opd", "cop"],
         [["a", "Q1?", "w", "x", "y", "z", 1], ["b", "Q2?", "w", "x", "y", "z", 4]],
     )
-    loaded = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{path}", paths_for(tmp_path))
     assert [i.answer for i in loaded.items] == ["A", "D"]
     assert any("1-based" in note and "answer_base=0" in note for note in loaded.notes)
 
@@ -122,17 +122,17 @@ def test_csv_medmcqa_cop_is_read_one_based_and_said_so(tmp_path):
 def test_a_zero_cop_means_zero_based_and_answer_base_overrides(tmp_path):
     path = tmp_path / "mm.parquet"
     pq.write_table(medmcqa_table([0, 3, 1]), path)
-    loaded = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{path}", paths_for(tmp_path))
     assert [i.answer for i in loaded.items] == ["A", "D", "B"] and any("0-based" in n for n in loaded.notes)
     pq.write_table(medmcqa_table([1, 2, 2]), path)  # no 0: 1-based unless told otherwise
     assert [i.answer for i in load_mcq(f"mcq:{path}", paths_for(tmp_path))] == ["A", "B", "B"]
-    told = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path), {"answer_base": "0"})
+    told = load_checked(MCQ, f"mcq:{path}", paths_for(tmp_path), {"answer_base": "0"})
     assert [i.answer for i in told.items] == ["B", "C", "C"] and "answer_base" in told.notes[-1]
 
 
 def test_a_saved_hugging_face_dataset_folder(tmp_path):
     folder = save_to_disk(tmp_path / "hf", medmcqa_table([0, 1, 2, 3]))
-    loaded = load_mcq_checked(f"mcq:{folder}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{folder}", paths_for(tmp_path))
     assert [i.answer for i in loaded.items] == ["A", "B", "C", "D"]
     assert "Hugging Face datasets folder" in loaded.notes[0]
 
@@ -141,7 +141,7 @@ def test_a_dataset_dict_folder_needs_a_split_when_it_has_several(tmp_path):
     folder = save_dict_to_disk(tmp_path / "dd", {"train": medmcqa_table([0, 1]), "test": medmcqa_table([2])})
     with pytest.raises(ConfigError, match=r"splits train, test; choose one .*split=test"):
         load_mcq(f"mcq:{folder}", paths_for(tmp_path))
-    test = load_mcq_checked(f"mcq:{folder}", paths_for(tmp_path), {"split": "test"})
+    test = load_checked(MCQ, f"mcq:{folder}", paths_for(tmp_path), {"split": "test"})
     assert [i.answer for i in test.items] == ["B"] and "split test" in test.notes[0]  # no 0 in it: 1-based
     with pytest.raises(ConfigError, match="no split 'dev'; it has: train, test"):
         load_mcq(f"mcq:{folder}", paths_for(tmp_path), {"split": "dev"})
@@ -185,7 +185,7 @@ def test_every_unusable_row_is_reported_with_its_row_number(tmp_path):
     ]
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    loaded = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{path}", paths_for(tmp_path))
     assert [i.qid for i in loaded.items] == ["ok"]
     reasons = {s.row: (s.id, s.reason) for s in loaded.skipped}
     assert sorted(reasons) == [2, 3, 4, 5, 6, 7, 8, 10]  # line 9 is blank: not a row
@@ -202,7 +202,7 @@ def test_every_unusable_row_is_reported_with_its_row_number(tmp_path):
 def test_csv_rows_are_counted_as_data_rows(tmp_path):
     path = tmp_path / "letters.csv"
     path.write_text('question,A,B,C,answer\n"Two\nlines?",x,y,z,C\nShort?,x\n"Gap?",x,,z,A\nNo key?,x,y,z,\n')
-    loaded = load_mcq_checked(f"mcq:{path}", paths_for(tmp_path))
+    loaded = load_checked(MCQ, f"mcq:{path}", paths_for(tmp_path))
     assert loaded.shape.startswith("one column per option")
     assert [(i.qid, i.question, i.answer) for i in loaded.items] == [("1", "Two\nlines?", "C")]
     assert [(s.row, s.reason) for s in loaded.skipped] == [
@@ -251,7 +251,7 @@ def test_qa_files_give_free_text_items(tmp_path):
         {"id": "c", "question": "What?"},
     ]
     spec = f"qa:{write_jsonl(tmp_path / 'qa.jsonl', rows)}"
-    loaded = load_freetext_checked(spec, paths_for(tmp_path))
+    loaded = load_checked(FREE_TEXT, spec, paths_for(tmp_path))
     assert [(i.dataset, i.qid, i.reference) for i in loaded.items] == [
         (spec, "a", "Because."),
         (spec, "2", "Like this."),

@@ -6,7 +6,7 @@ import pytest
 from corpora.chunking import ChunkerConfig, WordpieceSpans, chunk_document
 from corpora.sources.open_medicine import OpenMedicineSource
 from indexes.bm25 import Bm25Params, Bm25sIndex, RankBm25Index, top_k
-from indexes.embedder import packaged_minilm_dir
+from indexes.dense.embedder import packaged_minilm_dir
 from indexes.text import indexed_text, tokenize
 
 

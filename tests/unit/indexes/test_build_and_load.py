@@ -16,8 +16,8 @@ from core.errors import (
 from core.types import Filters
 from corpora.build import BuildConfig, build_index
 from indexes import text
-from indexes.dense import DenseParams
-from indexes.embedding_cache import embed_cached, seed_from_index
+from indexes.dense.embedding_cache import embed_cached, seed_from_index
+from indexes.dense.index import DenseParams
 from indexes.manifest import read_manifest
 from indexes.store import load_index
 from rag.retrieve.dense import DenseRetriever

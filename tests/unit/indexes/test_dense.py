@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense.index import DenseIndex, DenseParams
 
 
 def _vectors(n=500, dim=32, seed=0):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError, IndexCorruptError
-from indexes import ivf
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense import ivf
+from indexes.dense.index import DenseIndex, DenseParams
 
 DIM = 32
 PARAMS = DenseParams(kind="ivfpq", nlist=16, pq_m=8, pq_nbits=6, nprobe=8, rescore=100, train_size=2000)

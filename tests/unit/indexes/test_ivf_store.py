@@ -13,8 +13,8 @@ from core.paths import Paths
 from corpora.build import BuildConfig, build_index
 from corpora.chunking import WordpieceSpans
 from corpora.sources.open_medicine import OpenMedicineSource
-from indexes.dense import DenseIndex, DenseParams
-from indexes.embedder import packaged_minilm_dir
+from indexes.dense.embedder import packaged_minilm_dir
+from indexes.dense.index import DenseIndex, DenseParams
 from indexes.store import load_index
 from rag.indexing import make_retriever
 from tests.helpers import HashEmbedder

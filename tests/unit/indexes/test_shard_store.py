@@ -18,8 +18,8 @@ from core.types import Filters
 from corpora.build import BuildConfig, build_index
 from corpora.chunking import WordpieceSpans
 from corpora.sources.open_medicine import OpenMedicineSource
-from indexes.dense import DenseParams
-from indexes.embedder import packaged_minilm_dir
+from indexes.dense.embedder import packaged_minilm_dir
+from indexes.dense.index import DenseParams
 from indexes.manifest import write_manifest
 from indexes.reshard import reshard
 from indexes.shard_search import ShardedBm25, ShardedDense

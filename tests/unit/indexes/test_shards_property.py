@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from core.errors import ConfigError, IndexCorruptError
 from indexes.bm25 import Bm25Params, Bm25sIndex
-from indexes.dense import DenseIndex, DenseParams
+from indexes.dense.index import DenseIndex, DenseParams
 from indexes.manifest import describe_files
 from indexes.shard_search import ShardedBm25, ShardedDense
 from indexes.shards import (

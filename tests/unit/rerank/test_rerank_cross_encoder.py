@@ -33,7 +33,7 @@ TEXTS = {
 
 
 def build_tiny_cross_encoder(folder, num_labels: int = 1):
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     torch.manual_seed(0)
     config = transformers.BertConfig(
@@ -107,7 +107,7 @@ def test_two_label_models_score_the_relevant_class(tmp_path):
 
 
 def test_missing_folder_embedder_folder_and_other_classifiers_are_model_errors(tmp_path):
-    from indexes.embedder import packaged_minilm_dir
+    from indexes.dense.embedder import packaged_minilm_dir
 
     with pytest.raises(ModelError, match=r"config\.json missing"):
         CrossEncoderReranker(tmp_path / "nowhere")

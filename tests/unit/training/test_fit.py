@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from indexes.embedder import packaged_minilm_dir  # noqa: E402
+from indexes.dense.embedder import packaged_minilm_dir  # noqa: E402
 from rag.rerank.minilm import RelevanceModel  # noqa: E402
 from rag.rerank.trained import PairTokenizer  # noqa: E402
 from training.fit import FitConfig, cache_bottom, length_batches, load_finished, logits_of, train  # noqa: E402
@@ -69,7 +69,7 @@ def _trained(folder, max_steps=None, state_out=None):
 
 
 def test_cached_top_equals_a_full_forward_pass() -> None:
-    from indexes.minilm import padded
+    from indexes.dense.minilm import padded
 
     model, hidden = _model_and_cache()
     tokenizer = PairTokenizer(packaged_minilm_dir() / "tokenizer.json", CONFIG.max_length)

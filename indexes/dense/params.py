@@ -1,7 +1,7 @@
 """``DenseParams``: the kind of a dense index and its settings, checked on creation.
 
-A module of its own so that ``indexes/dense.py`` and ``indexes/ivf.py`` (which dense imports) can
-both name it; callers import it from ``indexes.dense`` as before.
+A module of its own so that ``index.py`` and ``ivf.py`` (which ``index.py`` imports) can both name
+it; callers import it from ``indexes.dense.index``, beside ``DenseIndex``.
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.packages import package_dir
+from indexes.dense.onnx_models import OnnxModel, exported, score_encoded
 from indexes.files import sha256_file
-from indexes.onnx_models import OnnxModel, exported, score_encoded
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -29,7 +29,7 @@ REINSTALL_HINT = (
     "all-MiniLM-L6-v2 folder"
 )
 # onnx: a query never imports torch; torch: about 8% faster once loaded, for index builds (the
-# same vectors to float32 rounding; indexes/onnx_models.py).
+# same vectors to float32 rounding; indexes/dense/onnx_models.py).
 RUNTIMES = ("onnx", "torch")
 MODEL_FILES = ("config.json", "tokenizer.json")  # the chunker needs the tokenizer even without vectors
 
@@ -55,9 +55,9 @@ def check_model_folder(folder: Path) -> None:
 
 class MiniLmEmbedder:
     """all-MiniLM-L6-v2 from a local folder, offline: wordpieces (``tokenizers``), the plain-torch
-    encoder of ``indexes/minilm.py``, mean pooling, L2 normalisation, as sentence-transformers
+    encoder of ``indexes/dense/minilm.py``, mean pooling, L2 normalisation, as sentence-transformers
     computes it (``modules.json`` of the shipped folder) without importing it; run by ONNX Runtime
-    (``indexes/onnx_models.py``), so a process that only embeds questions never imports torch, or
+    (``indexes/dense/onnx_models.py``), so a process that only embeds questions never imports torch, or
     by torch itself (``runtime="torch"``, what an index build asks for)."""
 
     def __init__(
@@ -99,7 +99,7 @@ class MiniLmEmbedder:
     def _model(self) -> Any:
         torch = require("torch", package="torch", extra="dense")
         safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-        from indexes.minilm import MiniLmEncoder
+        from indexes.dense.minilm import MiniLmEncoder
 
         if self.threads:
             torch.set_num_threads(self.threads)
@@ -167,7 +167,7 @@ class MiniLmEmbedder:
         return self._onnx.path
 
     def _sentence_vectors(self) -> Any:
-        from indexes.minilm import SentenceVectors
+        from indexes.dense.minilm import SentenceVectors
 
         return SentenceVectors(self._model)
 
@@ -176,7 +176,7 @@ class MiniLmEmbedder:
         """What scores a batch: the exported model (``onnx``), or the torch module (``torch``)."""
         if self.runtime == "onnx":
             return self._onnx
-        from indexes.minilm import numpy_runner
+        from indexes.dense.minilm import numpy_runner
 
         return numpy_runner(self._sentence_vectors())
 

@@ -31,7 +31,7 @@ markers are stripped before judging.
 A metric that cannot be computed for an item is NaN with a reason (``timeout``, ``judge error``,
 ``unparsable``, ``no reference``, ...); the report gives per metric the mean over valid items,
 ``n_valid``, ``n_nan`` and the reasons tallied, plus every per-item row. Judge calls go through
-:class:`evals.engine.judge_cache.CachedJudge`, so a rerun (also after a crash) asks only what is missing.
+:class:`evals.engine.judge.cache.CachedJudge`, so a rerun (also after a crash) asks only what is missing.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 from core.errors import ConfigError, GeneratorError, GeneratorTimeout
 from core.types import Answer, Message
-from evals.engine.judge_cache import CachedJudge, JudgeCache
+from evals.engine.judge.cache import CachedJudge, JudgeCache
 from rag.check.support_signals import list_items
 from rag.generate.sentences import marker_free, sentence_spans
 from rag.generate.yes_no import CANDIDATES, yes_probability

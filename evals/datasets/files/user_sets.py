@@ -2,7 +2,7 @@
 (free-text questions with a reference answer), so an exam bank or a Hugging Face download runs
 through the same eval loop as MIRAGE without a conversion script.
 
-Formats are those of :mod:`evals.datasets.table_files` (JSON in every pandas ``to_json`` layout,
+Formats are those of :mod:`evals.datasets.files.tables` (JSON in every pandas ``to_json`` layout,
 JSON Lines, CSV/TSV, parquet, Arrow, ``save_to_disk`` folders, each file optionally ``.gz``/``.zst``).
 Multiple-choice shapes recognised:
 
@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from core.errors import ConfigError
+from evals.datasets.files.tables import RawRow, Table, Unreadable, read_table
 from evals.datasets.freetext import FreeTextItem
-from evals.datasets.table_files import RawRow, Table, Unreadable, read_table
 from evals.types import McqItem
 
 MCQ_PREFIX = "mcq:"

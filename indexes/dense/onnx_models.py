@@ -1,6 +1,6 @@
 """The MiniLM models (embedder, relevance and support models) run with ONNX Runtime at query time.
 
-The torch modules of ``indexes/minilm.py`` are the models as trained; each is exported to ONNX
+The torch modules of ``indexes/dense/minilm.py`` are the models as trained; each is exported to ONNX
 once per set of weights (the file is named by their sha256) into the cache folder, and every
 later process that scores a question does so with ONNX Runtime and never imports torch (about
 2.4 s and 140 MiB here; ``docs/benchmarks.md``, "First run and per-question time"). Bulk

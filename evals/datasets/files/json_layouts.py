@@ -14,7 +14,7 @@ names the caller looks for (``question`` and its mapped name) stand: as outer ke
 inside the rows (index); failing that, pandas' default row labels ``0..n-1`` mark the row side.
 Row labels become row keys (ids) unless they are that default ``0..n-1``, which carries nothing, so
 one table read in any layout gives the same ids. The row types live here, the lowest layer of
-the file readers; :mod:`evals.datasets.table_files` re-exports them.
+the file readers; :mod:`evals.datasets.files.tables` re-exports them.
 """
 
 from __future__ import annotations

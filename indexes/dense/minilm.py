@@ -7,7 +7,7 @@ around it), so that
 - no process imports sentence-transformers or ``transformers`` (about 9 s of imports on this
   machine before the first vector; ``docs/benchmarks.md``, "First run and per-question time"),
   and a query imports no torch at all: these modules are exported once to ONNX and scored with
-  ONNX Runtime (``indexes/onnx_models.py``);
+  ONNX Runtime (``indexes/dense/onnx_models.py``);
 - training can run the frozen bottom layers once per pair and cache their output
   (:meth:`MiniLmEncoder.bottom` / :meth:`MiniLmEncoder.top`), which ``BertModel`` has no stable
   public seam for (its attention-mask plumbing changed across 4.x and 5.x);
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.errors import ModelError, require
-from indexes.onnx_models import padded as padded_arrays
+from indexes.dense.onnx_models import padded as padded_arrays
 
 torch: Any = require("torch", package="torch", extra="dense")
 nn: Any = torch.nn
@@ -148,7 +148,7 @@ def mean_pool(hidden: Any, mask: Any) -> Any:
 
 class SentenceVectors(nn.Module):  # type: ignore[misc]
     """The embedder as one module: the encoder, mean pooling and L2 normalisation (what is
-    exported to ONNX; ``indexes/onnx_models.py``)."""
+    exported to ONNX; ``indexes/dense/onnx_models.py``)."""
 
     def __init__(self, encoder: MiniLmEncoder) -> None:
         super().__init__()
@@ -160,7 +160,7 @@ class SentenceVectors(nn.Module):  # type: ignore[misc]
 
 
 def numpy_runner(module: Any) -> Any:
-    """``module`` called as an :class:`indexes.onnx_models.OnnxModel` is: int64 arrays in, a
+    """``module`` called as an :class:`indexes.dense.onnx_models.OnnxModel` is: int64 arrays in, a
     float32 array out (so one scoring loop serves both runtimes)."""
 
     def run(ids: Any, types: Any, mask: Any) -> Any:

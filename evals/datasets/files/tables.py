@@ -1,6 +1,6 @@
 """Rows out of the files people keep benchmark questions in, one reader per format.
 
-JSON and JSON Lines in every table layout pandas writes (:mod:`evals.datasets.json_layouts`:
+JSON and JSON Lines in every table layout pandas writes (:mod:`evals.datasets.files.json_layouts`:
 ``to_json`` with any ``orient``, ``lines=True``, MIRAGE's objects), CSV/TSV, parquet, a single
 ``.arrow`` file, and a folder written by Hugging Face ``datasets``' ``save_to_disk``
 (``data-0000x-of-0000n.arrow`` in Arrow IPC stream format with ``state.json``; a DatasetDict has one
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, require
-from evals.datasets.json_layouts import RawRow, Unreadable, json_rows
+from evals.datasets.files.json_layouts import RawRow, Unreadable, json_rows
 
 __all__ = ["RawRow", "Table", "Unreadable", "read_table"]
 

@@ -3,7 +3,7 @@
 Kinds: ``flat`` (exact; right for up to a few hundred thousand chunks), ``hnsw`` (graph
 search for large corpora; ``ef_search`` trades speed for recall), ``ivfpq`` (compressed codes in
 on-disk inverted lists, the top ``rescore`` candidates re-scored with exact vectors read from a
-memory-mapped file: for corpora whose vectors do not fit in RAM; see ``indexes/ivf.py``). Saved
+memory-mapped file: for corpora whose vectors do not fit in RAM; see ``indexes/dense/ivf.py``). Saved
 with ``faiss.write_index``: a plain binary format, no pickle.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from core.errors import ConfigError, IndexCorruptError, require
-from indexes import ivf
-from indexes.dense_params import DenseParams as DenseParams  # where every caller imports it from
+from indexes.dense import ivf
+from indexes.dense.params import DenseParams as DenseParams  # where every caller imports it from
 
 INDEX_FILE = "index.faiss"
 PARAMS_FILE = "medcite_dense.json"
@@ -38,7 +38,7 @@ class DenseIndex:
     @classmethod
     def build(cls, vectors: np.ndarray, params: DenseParams) -> DenseIndex:
         faiss = _faiss()
-        if params.kind == "ivfpq":  # in one process; sharded builds use indexes.ivf directly
+        if params.kind == "ivfpq":  # in one process; sharded builds use indexes.dense.ivf directly
             index = ivf.trained_index(ivf.training_sample(vectors, params), params)
             for start in range(0, len(vectors), 100_000):
                 part = np.ascontiguousarray(vectors[start : start + 100_000], dtype=np.float32)

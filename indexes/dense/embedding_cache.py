@@ -155,7 +155,7 @@ def seed_from_index(folder: Path, embedder: Embedder, cache_dir: Path) -> int:
     """
     from indexes import text
     from indexes.chunkstore import ChunkStore
-    from indexes.dense import DenseIndex
+    from indexes.dense.index import DenseIndex
     from indexes.manifest import read_manifest
 
     manifest = read_manifest(folder)

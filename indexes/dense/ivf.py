@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import ConfigError, IndexCorruptError, require
-from indexes.dense_params import DenseParams
+from indexes.dense.params import DenseParams
 
 INDEX_FILE = "index.faiss"
 LISTS_FILE = "lists.ivfdata"

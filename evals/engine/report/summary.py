@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from core.paths import Paths
-from evals.engine import plots
 from evals.engine.answers_run import answer_metrics
+from evals.engine.report import plots
 from evals.metrics.choice import accuracy
 from evals.metrics.retrieval import score_run
 from evals.records import ItemRecord
@@ -63,7 +63,7 @@ def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
 
 def paired_metrics(records: list[ItemRecord], baseline: str = "closed-book") -> dict[str, dict[str, Any]]:
     """Each RAG condition against the closed-book arm, per dataset."""
-    from evals.engine.compare import compare_sets
+    from evals.engine.report.compare import compare_sets
 
     grouped = _group([r for r in records if r.gold is not None])
     if baseline not in grouped:
