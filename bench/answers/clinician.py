@@ -410,8 +410,8 @@ def run(args: argparse.Namespace) -> None:
             if args.sweep
             else ablate(pipeline, items, changes["gate_rules"])
         )
-        asked = str(args.ablate) if args.ablate else None
-        write(args.out, json.dumps({"part": args.part, "from": asked, "table": table}, indent=1))
+        ablated_from = str(args.ablate) if args.ablate else None
+        write(args.out, json.dumps({"part": args.part, "from": ablated_from, "table": table}, indent=1))
         return
     # each answer as it comes, in the data folder: a stopped run with the same --out resumes
     log = paths.cache_dir / "clinician-runs" / f"{args.out.stem}.records.jsonl" if args.out else None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ def medquad_validation(
     queries = {d.doc_id: str(d.metadata["question"]) for d in chosen}
     qrels = {d.doc_id: {o: 1 for o in same[normalise(queries[d.doc_id])]} for d in chosen}
     return queries, qrels
+
+
+# paths -> (queries by id, graded relevant documents by query id)
+QuestionLoader = Callable[[Paths], tuple[dict[str, str], dict[str, dict[str, int]]]]
 
 
 def candidate_rows(
@@ -230,7 +235,7 @@ def main() -> None:
     paths = Paths.from_env()
     reranker = TrainedReranker(args.model)
     config = PairConfig(**reranker.manifest["pair_config"])  # the model's own training split
-    plan = {
+    plan: dict[str, tuple[str, QuestionLoader]] = {
         "bioasq-val": ("bioasq-snippets", partial(bioasq_validation, config=config)),
         "medquad-val": ("medquad", partial(medquad_validation, config=config)),
         "bioasq-11b": ("bioasq-snippets", bioasq_11b),

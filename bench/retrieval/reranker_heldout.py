@@ -77,7 +77,9 @@ def bioasq_11b(paths: Paths) -> tuple[dict[str, str], dict[str, dict[str, int]]]
     for row in bioasq_rows(paths.source_data):
         if row["task"] == "Task11B":
             queries[str(row["id"])] = " ".join(str(row["body"]).split())
-            qrels[str(row["id"])] = {qrels_doc_id(s): 1 for s in row.get("snippet_ids", [])}  # type: ignore[union-attr]
+            snippets = row.get("snippet_ids") or []
+            assert isinstance(snippets, list), f"BioASQ row {row['id']}: snippet_ids is not a list"
+            qrels[str(row["id"])] = {qrels_doc_id(s): 1 for s in snippets}
     return queries, qrels
 
 
@@ -165,7 +167,9 @@ def evaluate(
     qids = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
     conditions = ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]
     runs: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
-    rerank_seconds, probabilities, labels = [], [], []
+    rerank_seconds: list[float] = []
+    probabilities: list[float] = []
+    labels: list[int] = []
     for qid in tqdm(qids, desc=name, unit="q", dynamic_ncols=True):
         text = queries[qid]
         for mode in ("bm25", "dense"):
