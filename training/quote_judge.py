@@ -5,8 +5,9 @@
 Every dev question's best sentences are scored by the quote model fitted without its guideline
 folder's fold (``training.quotes.cross_validated_models``, so no question is scored by a model
 that saw it); for each question whose best line reaches ``LOWEST`` the generator's P(yes) for
-the lines that would be shown is read (cached in ``DATA_DIR/cache/quote-judge-dev.json``, so a
-rerun asks nothing again). The grid is the quote model's floor (from which the judge is asked)
+the lines that would be shown is read (cached in ``DATA_DIR/cache/quote-judge-dev-PROMPT.json``,
+named by a hash of the judge's prompt, so a rerun asks nothing again and a new wording asks
+afresh). The grid is the quote model's floor (from which the judge is asked)
 x the judge's threshold, and whether confident quotes (at or over the quote threshold) must
 pass the judge too; the setting is chosen as the quote model's was (``training.quotes.choose``:
 correct - 3 x wrong among settings abstaining on >= 95% of near and every far question). The
@@ -27,7 +28,7 @@ import numpy as np
 from core.paths import Paths
 from evals.datasets.clinician import FROZEN_SHA256, file_sha256
 from rag.assemble import make_generator
-from rag.check.quote_judge import QuoteJudge
+from rag.check.quote_judge import QuoteJudge, prompt_id
 from rag.check.quotes import best_quotes
 from rag.profile import load_profile
 from training.quotes import choose, cross_validated_models, dev_rows, outcomes
@@ -45,7 +46,7 @@ def judged_rows(profile_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]
     dev, hits, rows = dev_rows(profile_name, load_profile(profile_name).quote.pool())
     count = dev.profile.quote.sentences
     judge = QuoteJudge(make_generator(dev.profile.generator, paths), threshold=0.5, floor=LOWEST)
-    cache_path = paths.cache_dir / "quote-judge-dev.json"
+    cache_path = paths.cache_dir / f"quote-judge-dev-{prompt_id()}.json"  # one file per prompt wording
     cache: dict[str, float] = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
     out, start = [], time.perf_counter()
     models = cross_validated_models(rows)

@@ -12,11 +12,13 @@ prompt alone, so it is the same in any order or process.
 
 Off in the shipped profiles: on the clinician test part it added 16 correct answers but lost 4
 near-corpus abstentions (90.9%, under the 95% floor), one of them another drug's dose from a list
-whose lead-in line quotes did not carry then (``docs/results/clinician/README.md``, sixth round).
+whose lead-in line quotes did not carry then; with lead-ins, 17 correct answers for 3 near-corpus
+abstentions (91.9%; ``docs/results/clinician/README.md``, sixth and seventh rounds).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 
@@ -38,6 +40,12 @@ ASK = (
     "Question: {question}\n\nQuoted lines:\n{lines}\n\n"
     "Do these lines answer the question (what was asked, for the patient described)? "
 )
+
+
+def prompt_id() -> str:
+    """A short hash of the judge's prompt: what a cache of its answers is keyed by, so answers
+    to another wording are never read back."""
+    return hashlib.sha256((SYSTEM + "\n" + ASK).encode()).hexdigest()[:12]
 
 
 def quote_lines(quotes: Sequence[Quote]) -> str:

@@ -66,3 +66,12 @@ def test_a_failing_judge_counts_as_no():
 def test_settings_outside_zero_to_one_are_refused(threshold, floor):
     with pytest.raises(ConfigError, match="quote judge"):
         QuoteJudge(Judge("x"), threshold, floor)
+
+
+def test_the_prompt_id_names_the_wording_so_a_cache_of_another_is_never_read(monkeypatch) -> None:
+    from rag.check import quote_judge
+
+    before = quote_judge.prompt_id()
+    assert before == quote_judge.prompt_id() and len(before) == 12
+    monkeypatch.setattr(quote_judge, "ASK", quote_judge.ASK + "Be strict. ")
+    assert quote_judge.prompt_id() != before
