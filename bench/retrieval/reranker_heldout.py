@@ -167,9 +167,7 @@ def evaluate(
     qids = [q for q in queries if any(g > 0 for g in qrels.get(q, {}).values())]
     conditions = ["bm25", "dense", "hybrid", "tuned-fusion", "hybrid+trained"]
     runs: dict[str, dict[str, list[str]]] = {c: {} for c in conditions}
-    rerank_seconds: list[float] = []
-    probabilities: list[float] = []
-    labels: list[int] = []
+    rerank_seconds, probabilities, labels = list[float](), list[float](), list[int]()
     for qid in tqdm(qids, desc=name, unit="q", dynamic_ncols=True):
         text = queries[qid]
         for mode in ("bm25", "dense"):
