@@ -41,21 +41,24 @@ def chunk_document(doc: Document, spans: TokenSpans, config: ChunkerConfig) -> l
     chunks: list[Chunk] = []
     for section in sections:
         for start, end in _section_windows(doc.text, section, spans, config):
-            chunks.append(
-                Chunk(
-                    chunk_id=f"{doc.doc_id}#{len(chunks)}",
-                    doc_id=doc.doc_id,
-                    title=doc.title,
-                    section=section.path,
-                    source=doc.source,
-                    url=doc.url,
-                    license=doc.license,
-                    start=start,
-                    end=end,
-                    text=doc.text[start:end],
-                )
-            )
+            chunks.append(chunk_at(doc, len(chunks), section.path, start, end))
     return chunks
+
+
+def chunk_at(doc: Document, n: int, path: tuple[str, ...], start: int, end: int) -> Chunk:
+    """Chunk ``doc_id#n``: ``doc``'s text from ``start`` to ``end``, in the section at ``path``."""
+    return Chunk(
+        chunk_id=f"{doc.doc_id}#{n}",
+        doc_id=doc.doc_id,
+        title=doc.title,
+        section=path,
+        source=doc.source,
+        url=doc.url,
+        license=doc.license,
+        start=start,
+        end=end,
+        text=doc.text[start:end],
+    )
 
 
 def chunk_documents(docs: Iterable[Document], spans: TokenSpans, config: ChunkerConfig) -> Iterator[Chunk]:

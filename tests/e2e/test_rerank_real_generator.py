@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 
 from core.paths import Paths
-from core.types import Chunk, Hit
+from core.types import Hit
+from corpora.chunking import chunk_at
 from corpora.sources.open_medicine import OpenMedicineSource
 from rag.generate.llamacpp import LlamaCppGenerator
 from rag.generate.models import model_path
@@ -39,18 +40,7 @@ def guideline_hits() -> list[Hit]:
     for n, (doc_id, last) in enumerate(SECTIONS.items()):
         doc = docs[doc_id]
         section = next(s for s in doc.sections if s.path[-1] == last)
-        chunk = Chunk(
-            chunk_id=f"{doc_id}#{n}",
-            doc_id=doc_id,
-            title=doc.title,
-            section=section.path,
-            source=doc.source,
-            url=doc.url,
-            license=doc.license,
-            start=section.start,
-            end=section.end,
-            text=doc.text[section.start : section.end],
-        )
+        chunk = chunk_at(doc, n, section.path, section.start, section.end)
         hits.append(Hit(chunk=chunk, score=1 / (60 + n + 1), rank=n + 1, retriever="hybrid"))
     return hits
 
