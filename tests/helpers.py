@@ -157,6 +157,13 @@ class LetterModel:
         return {"name": self.name, "sha256": "0" * 64}
 
 
+def docs_by_id(source: Any, *, skipped: int) -> dict[str, Document]:
+    """Every document of ``source`` by id, once it is checked to have skipped ``skipped`` records."""
+    docs = {d.doc_id: d for d in source.documents()}
+    assert source.skipped == skipped
+    return docs
+
+
 def all_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.is_file())
 

@@ -15,6 +15,7 @@ from core.errors import ConfigError, SourceError
 from core.types import Document
 from corpora.sources.medquad import ANSWERLESS_PREFIXES, MedQuADSource, liveqa_answer_doc_id
 from corpora.sources.medquad_xml import iter_tar_xml, parse_xml
+from tests.helpers import docs_by_id
 
 QRELS = (
     "liveqa_qrels/QA-TestSet-LiveQA-Med-Qrels-2479-Answers/"
@@ -38,10 +39,7 @@ def medquad_dir(source_data: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def jsonl_docs(medquad_dir: Path) -> dict[str, Document]:
-    source = MedQuADSource(medquad_dir)
-    docs = {d.doc_id: d for d in source.documents()}
-    assert source.skipped == 31034  # 47,441 pairs, 16,407 answered
-    return docs
+    return docs_by_id(MedQuADSource(medquad_dir), skipped=31034)  # 47,441 pairs, 16,407 answered
 
 
 @pytest.fixture(scope="module")

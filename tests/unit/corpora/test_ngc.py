@@ -11,6 +11,7 @@ import pytest
 from core.errors import SourceError
 from core.types import Document
 from corpora.sources.ngc import LICENSE, NgcSource, fix_mojibake, split_recommendations
+from tests.helpers import docs_by_id
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +21,7 @@ def ngc_dir(source_data: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def docs(ngc_dir: Path) -> dict[str, Document]:
-    source = NgcSource(ngc_dir)
-    out = {d.doc_id: d for d in source.documents()}
-    assert source.skipped == 0
-    return out
+    return docs_by_id(NgcSource(ngc_dir), skipped=0)
 
 
 def _section(doc: Document, path: tuple[str, ...]) -> str:
