@@ -60,6 +60,38 @@ def make_hit(
     return Hit(chunk=make_chunk(chunk_id, text, **fields), score=score, rank=rank, retriever=retriever)
 
 
+def numbered_hit(n: int) -> Hit:
+    """Source ``[n]`` of a numbered list: chunk ``guide:doc{n}#0`` reading ``passage {n} text``."""
+    return make_hit(
+        f"guide:doc{n}#0",
+        f"passage {n} text",
+        score=1.0,
+        rank=n,
+        title=f"Guideline {n}",
+        section=("Section",),
+        url=f"https://example.org/{n}",
+    )
+
+
+def passage_hits(passages: dict[str, tuple[str, str, str]], url: str, **fields: Any) -> list[Hit]:
+    """``{chunk_id: (title, "Section > Subsection", text)}`` -> hybrid hits in the given order, rank n
+    scored 1/n, each at ``url`` + its chunk id; ``fields`` replace any other passage field."""
+    return [
+        make_hit(
+            cid,
+            text,
+            score=1.0 / rank,
+            rank=rank,
+            retriever="hybrid",
+            title=title,
+            section=tuple(section.split(" > ")),
+            url=f"{url}{cid}",
+            **fields,
+        )
+        for rank, (cid, (title, section, text)) in enumerate(passages.items(), start=1)
+    ]
+
+
 def hits_from(texts: dict[str, str]) -> list[Hit]:
     """``{chunk_id: text}`` -> hits in the given order with retrieval scores 10, 9, 8, ..."""
     return [make_hit(cid, text, score=10.0 - n, rank=n + 1) for n, (cid, text) in enumerate(texts.items())]

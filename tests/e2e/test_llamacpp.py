@@ -111,22 +111,12 @@ print(json.dumps(gen.generate(rag_prompt("cap"), max_tokens=40).text))
 
 
 def rag_prompt(name: str) -> list[Message]:
-    from core.types import Chunk, Hit
+    from core.types import Hit
     from rag.generate.prompts import rag_messages
+    from tests.helpers import make_chunk
 
     text = _PASSAGES[name]
-    chunk = Chunk(
-        chunk_id=f"{name}#0",
-        doc_id=name,
-        title=name.upper(),
-        section=(),
-        text=text,
-        start=0,
-        end=len(text),
-        source="test",
-        url="",
-        license="",
-    )
+    chunk = make_chunk(f"{name}#0", text, title=name.upper(), section=(), url="", license="")
     return rag_messages(_ASKED[name], [Hit(chunk=chunk, score=1.0, rank=1, retriever="test")])
 
 

@@ -10,24 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.types import Hit
 from rag.generate.citations import parse_answer, strip_markers
-from tests.helpers import make_hit
+from tests.helpers import numbered_hit
 
-
-def hit(n: int) -> Hit:
-    return make_hit(
-        f"doc{n}#0",
-        f"passage {n}",
-        score=1.0,
-        rank=n,
-        title=f"Doc {n}",
-        section=("S",),
-        url=f"https://example.org/{n}",
-    )
-
-
-SOURCES = [hit(n) for n in range(1, 6)]
+SOURCES = [numbered_hit(n) for n in range(1, 6)]
 N = st.integers(0, 5)
 NORMALISED = re.compile(r"\[([0-9]+)\](?!\()")
 

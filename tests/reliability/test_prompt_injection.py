@@ -14,14 +14,14 @@ import json
 
 import pytest
 
-from core.types import Answer, Chunk, Generation, Hit, Message
+from core.types import Answer, Generation, Message
 from rag.check.verify import SupportVerifier
 from rag.generate.citations import parse_answer
 from rag.generate.prompts import format_sources, prompts, quoted
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import HashEmbedder, ListRetriever, make_hit
+from tests.helpers import HashEmbedder, ListRetriever, make_hit, passage_hits
 
 PAYLOAD = "The dose is 500 mg"
 INJECTION = (
@@ -40,23 +40,7 @@ PASSAGES = {  # chunk id -> (title, section, text)
 QUESTION = "What paracetamol dose do children take?"
 
 
-def hit(cid: str, rank: int) -> Hit:
-    title, section, text = PASSAGES[cid]
-    return make_hit(
-        cid,
-        text,
-        score=1.0 / rank,
-        rank=rank,
-        retriever="hybrid",
-        title=title,
-        section=(section,),
-        source="user-docs",
-        url=f"file:///docs/{cid}",
-        license="user-provided",
-    )
-
-
-HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
+HITS = passage_hits(PASSAGES, "file:///docs/", source="user-docs", license="user-provided")
 
 
 class ObedientGenerator:
@@ -264,22 +248,15 @@ def test_passage_markup_and_control_characters_are_shown_as_literal_text():
     markup = (
         "<b>bold</b> &amp; <script>alert(1)</script> \x1b[31mred\x1b[0m \x1b]8;;http://x\x07link \u202eevil"
     )
-    evil = Hit(
-        chunk=Chunk(
-            chunk_id="md#0",
-            doc_id="md",
-            title="<i>Notes</i>",
-            section=("S",),
-            source="user-docs",
-            url="file:///md",
-            license="user-provided",
-            start=0,
-            end=len(markup),
-            text=markup,
-        ),
+    evil = make_hit(
+        "md#0",
+        markup,
         score=1.0,
-        rank=1,
-        retriever="bm25",
+        title="<i>Notes</i>",
+        section=("S",),
+        source="user-docs",
+        url="file:///md",
+        license="user-provided",
     )
     result = Answer(question="q", text="Bold text [1].", mode="degraded", evidence=(evil,))
     data = answer_to_dict(result)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.types import Answer, Hit
+from core.types import Answer
 from rag.check.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
 from rag.check.rules import GateRules
 from rag.generate.citations import parse_answer
@@ -16,7 +16,7 @@ from rag.generate.prompts import abstain_message, abstain_token
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import ListRetriever, ScriptedVerifier, WordGenerator, make_hit
+from tests.helpers import ListRetriever, ScriptedVerifier, WordGenerator, make_hit, passage_hits
 
 PASSAGES = {  # chunk id -> (title, section, text)
     "af#0": (
@@ -37,21 +37,7 @@ GOOD_2 = "Men scoring 2 or more should receive anticoagulation [2]."
 BAD = "The recommended dose is 200 mg every 2 weeks [2]."  # the scripted verifier scores it 0.1
 
 
-def hit(cid: str, rank: int) -> Hit:
-    title, section, text = PASSAGES[cid]
-    return make_hit(
-        cid,
-        text,
-        score=1.0 / rank,
-        rank=rank,
-        retriever="hybrid",
-        title=title,
-        section=tuple(section.split(" > ")),
-        url=f"https://x/{cid}",
-    )
-
-
-HITS = [hit(cid, n) for n, cid in enumerate(PASSAGES, start=1)]
+HITS = passage_hits(PASSAGES, "https://x/")
 
 
 def make(reply: str, policy: str = "drop", verifier=..., **settings) -> tuple[Pipeline, WordGenerator]:

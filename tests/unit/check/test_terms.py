@@ -10,21 +10,11 @@ import pytest
 from core.types import Chunk
 from rag.check.abbreviations import best_long_form, corpus_pairs, pairs_in
 from rag.check.terms import Vocabulary, chunk_stems, coverage, stem
+from tests.helpers import make_chunk
 
 
 def _chunk(text: str, title: str = "", section: tuple[str, ...] = ()) -> Chunk:
-    return Chunk(
-        chunk_id="d#0",
-        doc_id="d",
-        title=title,
-        section=section,
-        text=text,
-        start=0,
-        end=len(text),
-        source="test",
-        url="",
-        license="",
-    )
+    return make_chunk("d#0", text, title=title, section=section, url="", license="")
 
 
 def test_schwartz_hearst_finds_the_papers_examples():

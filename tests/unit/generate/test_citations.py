@@ -6,24 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.types import Hit
 from rag.generate.citations import parse_answer, split_sentences, strip_markers
-from tests.helpers import make_hit
+from tests.helpers import numbered_hit
 
-
-def hit(n: int) -> Hit:
-    return make_hit(
-        f"guide:doc{n}#0",
-        f"passage {n} text",
-        score=1.0,
-        rank=n,
-        title=f"Guideline {n}",
-        section=("Section",),
-        url=f"https://example.org/{n}",
-    )
-
-
-SOURCES = [hit(n) for n in range(1, 4)]  # markers [1]..[3] are valid
+SOURCES = [numbered_hit(n) for n in range(1, 4)]  # markers [1]..[3] are valid
 
 
 # -- sentences --------------------------------------------------------------------------------
@@ -238,7 +224,7 @@ _SOUP = st.lists(
 @settings(max_examples=300)
 @given(_SOUP, st.integers(0, 4))
 def test_any_text_parses_to_known_sources_and_cleaning_is_idempotent(pieces, n):
-    sources = SOURCES[:n] if n <= 3 else [*SOURCES, hit(4)]
+    sources = SOURCES[:n] if n <= 3 else [*SOURCES, numbered_hit(4)]
     parsed = parse_answer("".join(pieces), sources)
     ids = {h.chunk.chunk_id for h in sources}
     assert all(c.chunk_id in ids and 1 <= c.marker <= len(sources) for c in parsed.citations)
@@ -261,7 +247,7 @@ def test_parse_is_deterministic_and_total_on_random_unicode(text):
     ["First claim [1]. Second claim [2][3].", "- Item one [1]\n- Item two.\n\nPara [Source 2]. Tail [9]."],
 )
 def test_each_parsed_sentence_knows_its_span_in_the_cleaned_text(raw):
-    parsed = parse_answer(raw, [hit(1), hit(2), hit(3)])
+    parsed = parse_answer(raw, [numbered_hit(1), numbered_hit(2), numbered_hit(3)])
     assert parsed.sentences
     for s in parsed.sentences:
         assert parsed.text[s.start : s.end] == s.text

@@ -3,21 +3,11 @@ import pytest
 from core.errors import ConfigError
 from core.types import Chunk, Filters, Hit
 from rag.retrieve.hybrid import HybridRetriever
+from tests.helpers import make_chunk
 
 
 def chunk(cid: str, text: str = "same text") -> Chunk:
-    return Chunk(
-        chunk_id=cid,
-        doc_id=cid.split("#")[0],
-        title="T",
-        section=(),
-        source="s",
-        url="",
-        license="",
-        start=0,
-        end=len(text),
-        text=text,
-    )
+    return make_chunk(cid, text, title="T", section=(), source="s", url="", license="")
 
 
 class FixedRetriever:

@@ -3,12 +3,13 @@
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from core.types import Answer, Chunk, Citation, Hit
+from core.types import Answer, Citation, Hit
 from rag.langchain import MedciteRetriever, as_runnable, as_streaming_runnable
+from tests.helpers import make_chunk
 
-CHUNK = Chunk(
-    chunk_id="open-medicine:af#0",
-    doc_id="open-medicine:af",
+CHUNK = make_chunk(
+    "open-medicine:af#0",
+    "Use CHA2DS2-VASc to decide.",
     title="AF guideline",
     section=("Anticoagulation",),
     source="open-medicine",
@@ -16,7 +17,6 @@ CHUNK = Chunk(
     license="MIT",
     start=10,
     end=40,
-    text="Use CHA2DS2-VASc to decide.",
 )
 
 
