@@ -9,7 +9,7 @@ import pytest
 from hypothesis import settings
 
 from core.paths import Paths
-from rag.indexing import build_from_cli
+from tests.helpers import guideline_bm25
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,7 +33,4 @@ def source_data() -> Path:
 @pytest.fixture(scope="session")
 def bm25_paths(tmp_path_factory) -> Paths:
     """A real BM25-only index of six open-medicine guideline sections (no embedder needed)."""
-    data = tmp_path_factory.mktemp("api-data")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=6, dense=None, progress=False)
-    return paths
+    return guideline_bm25(tmp_path_factory.mktemp("api-data"), 6)

@@ -12,6 +12,7 @@ import numpy as np
 
 from bench.serving.scripted import ScriptedVerifier as ScriptedVerifier  # its home since bench uses it too
 from core.errors import GeneratorTimeout
+from core.paths import Paths
 from core.types import Chunk, Document, Generation, Hit
 from corpora.sources.base import DocumentBuilder
 
@@ -106,6 +107,58 @@ class ListRetriever:
 
     def retrieve(self, query: str, k: int, filters: Any = None) -> list[Hit]:
         return self.hits[:k]
+
+
+def guideline_bm25(data: Path, limit: int) -> Paths:
+    """A real BM25-only index of ``limit`` open-medicine guidelines (no embedder needed) in data
+    folder ``data``; the paths that read it."""
+    from rag.indexing import build_from_cli
+
+    paths = Paths.from_env().model_copy(update={"data_dir": data})
+    build_from_cli(paths, sources=["open-medicine"], limit=limit, dense=None, progress=False)
+    return paths
+
+
+def guideline_index(data: Path, dense: Any) -> Paths:
+    """Six open-medicine guidelines in data folder ``data``: MiniLM wordpieces, vectors from the
+    :class:`HashEmbedder` stored as ``dense`` (DenseParams); the paths that read it."""
+    from corpora.build import BuildConfig, build_index
+    from corpora.chunking import WordpieceSpans
+    from corpora.sources.open_medicine import OpenMedicineSource
+    from indexes.dense.embedder import packaged_minilm_dir
+
+    paths = Paths.from_env().model_copy(update={"data_dir": data})
+    build_index(
+        [OpenMedicineSource()],
+        BuildConfig(dense=dense, limit=6),
+        paths.indexes_dir,
+        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"),
+        tokenizer_name="minilm",
+        embedder=HashEmbedder(),
+        cache_dir=data / "cache",
+        progress=False,
+    )
+    return paths
+
+
+def word_index(
+    data: Path, docs: Sequence[Document], name: str, embedder: Any = None, *, source_name: str = "test"
+) -> Any:
+    """Build index ``name`` of ``docs`` under ``data`` (``indexes/``, ``cache/``), one token per word;
+    dense (default parameters) with ``embedder``, BM25 only without one. Returns the build report."""
+    from corpora.build import BuildConfig, build_index
+    from indexes.dense.index import DenseParams
+
+    return build_index(
+        [ListSource(docs, source_name)],
+        BuildConfig(name=name, dense=DenseParams() if embedder is not None else None),
+        data / "indexes",
+        spans=whitespace_spans,
+        tokenizer_name="whitespace",
+        embedder=embedder,
+        cache_dir=data / "cache",
+        progress=False,
+    )
 
 
 def smash_data_pages(path: Path) -> None:

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers import HashEmbedder, LetterModel, ListSource, make_doc, whitespace_spans
+from tests.helpers import HashEmbedder, LetterModel, make_doc, word_index
 
 N_DOCS = 700  # one chunk each: three embedding batches of 256, 256 and 188
 DOCS = [
@@ -58,19 +58,7 @@ class SlowLetterModel(LetterModel):
 
 
 def build(data: Path, embedder: HashEmbedder):
-    from corpora.build import BuildConfig, build_index
-    from indexes.dense.index import DenseParams
-
-    return build_index(
-        [ListSource(DOCS)],
-        BuildConfig(name="killed", dense=DenseParams()),
-        data / "indexes",
-        spans=whitespace_spans,
-        tokenizer_name="whitespace",
-        embedder=embedder,
-        cache_dir=data / "cache",
-        progress=False,
-    )
+    return word_index(data, DOCS, "killed", embedder)
 
 
 def run(data: Path, out: Path, model: SlowLetterModel):

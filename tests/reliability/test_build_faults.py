@@ -17,12 +17,10 @@ import numpy as np
 import pytest
 
 from core.errors import IndexStoreError
-from corpora.build import BuildConfig, build_index
 from indexes.dense.embedding_cache import VectorStore
-from indexes.dense.index import DenseParams
 from indexes.store import load_index
 from rag.retrieve.lexical import Bm25Retriever
-from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
+from tests.helpers import HashEmbedder, make_doc, word_index
 
 NAME = "full"
 DOCS = [
@@ -85,16 +83,7 @@ def fail_writes_of(monkeypatch, target: str) -> None:
 
 
 def build(tmp: Path, docs, embedder: HashEmbedder):
-    return build_index(
-        [ListSource(docs)],
-        BuildConfig(name=NAME, dense=DenseParams()),
-        tmp / "indexes",
-        spans=whitespace_spans,
-        tokenizer_name="whitespace",
-        embedder=embedder,
-        cache_dir=tmp / "cache",
-        progress=False,
-    )
+    return word_index(tmp, docs, NAME, embedder)
 
 
 def answer(tmp: Path) -> list[str]:

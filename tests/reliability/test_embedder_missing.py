@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from corpora.build import BuildConfig, build_index
-from indexes.dense.index import DenseParams
 from medcite.cli import main
-from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
+from tests.helpers import HashEmbedder, make_doc, word_index
 
 
 @pytest.fixture
@@ -55,16 +53,7 @@ def test_index_build_without_the_weights_package_says_how_to_install_it(capsys, 
 
 def test_querying_a_dense_index_without_the_model_files_is_a_clear_error(capsys, data_dir, empty_model_dir):
     doc = make_doc("m:af", {"Anticoagulation": "Use the CHA2DS2-VASc score to decide on anticoagulation."})
-    build_index(
-        [ListSource([doc])],
-        BuildConfig(name="default", dense=DenseParams()),
-        data_dir / "indexes",
-        spans=whitespace_spans,
-        tokenizer_name="whitespace",
-        embedder=HashEmbedder(),
-        cache_dir=data_dir / "cache",
-        progress=False,
-    )
+    word_index(data_dir, [doc], "default", HashEmbedder())
     for mode in ("dense", "hybrid"):
         err = cli_error(capsys, ["retrieve", "anticoagulation", "--mode", mode])
         assert "embedder model" in err and "missing config.json" in err and "pip install" in err

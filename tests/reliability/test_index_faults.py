@@ -19,11 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from corpora.build import BuildConfig, build_index
-from indexes.dense.index import DenseParams
 from indexes.manifest import read_manifest
 from tests.api.support import KEY
-from tests.helpers import HashEmbedder, ListSource, make_doc, whitespace_spans
+from tests.helpers import HashEmbedder, make_doc, word_index
 from tests.reliability.server_process import server_process
 
 NAME = "faults"
@@ -66,17 +64,7 @@ OTHER_DOCS = [
 
 
 def build(data: Path, docs) -> Path:
-    report = build_index(
-        [ListSource(docs)],
-        BuildConfig(name=NAME, dense=DenseParams()),
-        data / "indexes",
-        spans=whitespace_spans,
-        tokenizer_name="whitespace",
-        embedder=HashEmbedder(),
-        cache_dir=data / "cache",
-        progress=False,
-    )
-    return report.folder
+    return word_index(data, docs, NAME, HashEmbedder()).folder
 
 
 @pytest.fixture

@@ -19,10 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.paths import Paths
 from evals.records import ItemRecord, read_records, write_records
 from indexes.store import load_index
-from rag.indexing import build_from_cli
+from tests.helpers import guideline_bm25
 from tests.reliability.killable import N_DOCS, SlowEmbedder, SlowLetterModel, build, run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,10 +70,7 @@ def test_build_killed_while_embedding_resumes_and_equals_a_clean_build(tmp_path)
 
 @pytest.fixture(scope="module")
 def eval_data(tmp_path_factory, source_data) -> Path:
-    data = tmp_path_factory.mktemp("kill-eval")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=4, dense=None, progress=False)
-    return data
+    return guideline_bm25(tmp_path_factory.mktemp("kill-eval"), 4).data_dir
 
 
 def test_eval_killed_mid_run_keeps_whole_records_and_resumes_the_rest(eval_data, tmp_path):

@@ -17,8 +17,7 @@ import psutil
 import pytest
 
 from bench.serving.load_mix import mixed_load
-from core.paths import Paths
-from rag.indexing import build_from_cli
+from tests.helpers import guideline_bm25
 from tests.reliability.serve_load import KEYS
 from tests.reliability.server_process import server_process
 
@@ -34,8 +33,7 @@ QUESTIONS = [
 @pytest.fixture
 def server(tmp_path):
     data = tmp_path / "data"
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=6, dense=None, progress=False)
+    guideline_bm25(data, 6)
     with server_process("tests.reliability.serve_load", str(data)) as (url, proc):
         yield url, proc
 

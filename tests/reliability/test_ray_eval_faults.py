@@ -13,12 +13,11 @@ import threading
 import time
 from pathlib import Path
 
-from core.paths import Paths
 from evals.engine.config import EvalConfig
 from evals.engine.engine_ray import RayEngine
 from evals.engine.runner import run_eval
 from evals.records import read_records
-from rag.indexing import build_from_cli
+from tests.helpers import guideline_bm25
 from tests.ray_eval_support import LoggedModel, calls, per_node
 from tests.ray_support import multi_node_cluster
 
@@ -61,8 +60,7 @@ def kill_when(cluster, node, progress: Path, lines: int, seen: list[int]) -> Non
 
 def test_a_worker_node_killed_mid_run_changes_nothing_in_the_records(tmp_path):
     data = tmp_path / "data"
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=4, dense=None, progress=False)
+    paths = guideline_bm25(data, 4)
     run_eval(
         config(), paths, out=tmp_path / "clean", progress=False, generator=LoggedModel(tmp_path / "clean.log")
     )

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from core.paths import Paths
-from corpora.build import BuildConfig, build_index
 from evals import datasets as registry
 from evals.datasets.gold_passages import gold_lookup, original_set
 from evals.engine.report.summary import write_summary
@@ -27,7 +26,7 @@ from evals.leakage.run import rag_index
 from evals.records import ItemRecord
 from evals.types import McqItem
 from medcite.cli import main
-from tests.helpers import ListSource, make_doc, whitespace_spans
+from tests.helpers import make_doc, word_index
 
 PLANTED = (
     "A 45 year old man presents with crushing chest pain radiating to the left arm and "
@@ -138,16 +137,7 @@ def tiny_paths(tmp_path_factory) -> Paths:
         make_doc("t:other", {"Text": "Alkaptonuria is rare. " + " ".join(PARAPHRASED.split()[:10])}),
         make_doc("t:marfan", {"Genetics": "Background. " + GOLD + ". Treatment follows."}),
     ]
-    build_index(
-        [ListSource(docs)],
-        BuildConfig(name="tiny", dense=None),
-        root / "indexes",
-        spans=whitespace_spans,
-        tokenizer_name="whitespace",
-        embedder=None,
-        cache_dir=root / "cache",
-        progress=False,
-    )
+    word_index(root, docs, "tiny")
     return Paths.from_env().model_copy(update={"data_dir": root})
 
 

@@ -14,9 +14,8 @@ from evals.engine.config import EvalConfig
 from evals.engine.engine_ray import RayEngine
 from evals.engine.runner import run_eval
 from evals.records import read_records
-from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR
-from tests.helpers import mcq_run_config
+from tests.helpers import guideline_bm25, mcq_run_config
 from tests.ray_eval_support import LoggedModel, calls, fake_servers
 from tests.ray_support import local_ray
 
@@ -29,10 +28,7 @@ def ray_session():
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory):
-    data = tmp_path_factory.mktemp("ray-eval-index")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=4, dense=None, progress=False)
-    return paths.indexes_dir
+    return guideline_bm25(tmp_path_factory.mktemp("ray-eval-index"), 4).indexes_dir
 
 
 def fresh_paths(index_dir, folder) -> Paths:

@@ -13,17 +13,13 @@ from core.paths import Paths
 from evals.engine.config import EvalConfig, condition_profile
 from evals.engine.runner import report_run, run_eval
 from evals.records import read_records
-from rag.indexing import build_from_cli
 from rag.profile import PROFILES_DIR, load_profile
-from tests.helpers import LetterModel, mcq_run_config, written_answer
+from tests.helpers import LetterModel, guideline_bm25, mcq_run_config, written_answer
 
 
 @pytest.fixture(scope="module")
 def paths(tmp_path_factory) -> Paths:
-    data = tmp_path_factory.mktemp("eval-data")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_from_cli(paths, sources=["open-medicine"], limit=4, dense=None, progress=False)
-    return paths
+    return guideline_bm25(tmp_path_factory.mktemp("eval-data"), 4)
 
 
 def config(name: str, **changes) -> EvalConfig:

@@ -14,15 +14,13 @@ from core.errors import (
     IndexNotFoundError,
 )
 from core.types import Filters
-from corpora.build import BuildConfig, build_index
 from indexes import text
 from indexes.dense.embedding_cache import embed_cached, seed_from_index
-from indexes.dense.index import DenseParams
 from indexes.manifest import read_manifest
 from indexes.store import load_index
 from rag.retrieve.dense import DenseRetriever
 from rag.retrieve.lexical import Bm25Retriever
-from tests.helpers import HashEmbedder, ListSource, all_files, make_doc, whitespace_spans
+from tests.helpers import HashEmbedder, all_files, make_doc, word_index
 
 DOCS = [
     make_doc(
@@ -51,18 +49,8 @@ DOCS = [
 
 
 def _build(tmp: Path, docs=DOCS, *, dense=True, name="idx", embedder=None, source_name="test"):
-    embedder = embedder or HashEmbedder()
-    config = BuildConfig(name=name, dense=DenseParams() if dense else None)
-    return build_index(
-        [ListSource(docs, source_name)],
-        config,
-        tmp / "indexes",
-        spans=whitespace_spans,
-        tokenizer_name="whitespace",
-        embedder=embedder if dense else None,
-        cache_dir=tmp / "cache",
-        progress=False,
-    )
+    embedder = (embedder or HashEmbedder()) if dense else None
+    return word_index(tmp, docs, name, embedder, source_name=source_name)
 
 
 def test_build_writes_a_verifiable_folder_and_loads_back(tmp_path):

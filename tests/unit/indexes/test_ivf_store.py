@@ -10,14 +10,10 @@ from __future__ import annotations
 import pytest
 
 from core.paths import Paths
-from corpora.build import BuildConfig, build_index
-from corpora.chunking import WordpieceSpans
-from corpora.sources.open_medicine import OpenMedicineSource
-from indexes.dense.embedder import packaged_minilm_dir
 from indexes.dense.index import DenseIndex, DenseParams
 from indexes.store import load_index
 from rag.indexing import make_retriever
-from tests.helpers import HashEmbedder
+from tests.helpers import HashEmbedder, guideline_index
 
 QUERIES = ["anticoagulation in atrial fibrillation", "statin therapy LDL cholesterol", "bleeding risk"]
 EVERYTHING = DenseParams(
@@ -26,19 +22,7 @@ EVERYTHING = DenseParams(
 
 
 def _build(tmp_path_factory, dense: DenseParams) -> Paths:
-    data = tmp_path_factory.mktemp(f"store-{dense.kind}")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_index(
-        [OpenMedicineSource()],
-        BuildConfig(dense=dense, limit=6),
-        paths.indexes_dir,
-        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"),
-        tokenizer_name="minilm",
-        embedder=HashEmbedder(),
-        cache_dir=data / "cache",
-        progress=False,
-    )
-    return paths
+    return guideline_index(tmp_path_factory.mktemp(f"store-{dense.kind}"), dense)
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,13 @@ import pytest
 from core.errors import IndexCorruptError
 from core.paths import Paths
 from core.types import Filters
-from corpora.build import BuildConfig, build_index
-from corpora.chunking import WordpieceSpans
-from corpora.sources.open_medicine import OpenMedicineSource
-from indexes.dense.embedder import packaged_minilm_dir
 from indexes.dense.index import DenseParams
 from indexes.manifest import write_manifest
 from indexes.reshard import reshard
 from indexes.shard_search import ShardedBm25, ShardedDense
 from indexes.store import load_index
 from rag.indexing import make_retriever, retrieve
-from tests.helpers import HashEmbedder
+from tests.helpers import HashEmbedder, guideline_index
 
 QUERIES = [
     "anticoagulation in atrial fibrillation",
@@ -50,18 +46,7 @@ def sharded(tmp_path_factory, bm25_paths) -> Paths:
 @pytest.fixture(scope="module")
 def dense_pair(tmp_path_factory) -> tuple[Paths, Paths]:
     """An unsharded index with flat vectors (hash embedder) and its copy in 4 shards."""
-    data = tmp_path_factory.mktemp("dense-data")
-    paths = Paths.from_env().model_copy(update={"data_dir": data})
-    build_index(
-        [OpenMedicineSource()],
-        BuildConfig(dense=DenseParams(kind="flat"), limit=6),
-        paths.indexes_dir,
-        spans=WordpieceSpans(packaged_minilm_dir() / "tokenizer.json"),
-        tokenizer_name="minilm",
-        embedder=HashEmbedder(),
-        cache_dir=data / "cache",
-        progress=False,
-    )
+    paths = guideline_index(tmp_path_factory.mktemp("dense-data"), DenseParams(kind="flat"))
     return paths, sharded_paths(tmp_path_factory, paths, 4)
 
 
