@@ -495,51 +495,6 @@ SEPSIS3 = chunk(
 )
 
 
-@pytest.mark.parametrize(
-    ("claim", "changes"),
-    [
-        # the chain's answer to "criteria for septic shock": the sepsis definition, subject swapped
-        (
-            "Septic shock is defined as life-threatening organ dysfunction caused by a dysregulated host "
-            "response to infection [1].",
-            ("septic shock <- sepsis",),
-        ),
-        (
-            "Sepsis is not defined as life-threatening organ dysfunction caused by a dysregulated host "
-            "response to infection.",
-            ("not <- (nothing)",),
-        ),
-        (
-            "The Sepsis-3 consensus redefined sepsis to emphasize the regulated host response.",
-            ("regulated <- dysregulated",),
-        ),
-        # faithful copies, shortened copies and spellings of the same words pass
-        (
-            "Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host "
-            "response to infection [1].",
-            (),
-        ),
-        ("Sepsis is organ dysfunction caused by a dysregulated host response to an infection.", ()),
-        ("AZD0530 is a selective Src kinase inhibitor.", ()),  # the copied sentence names it too
-        ("Saracatinib (AZD0530) is a selective Src kinase inhibitor.", ()),
-        ("The Sepsis-3 consensus redefined sepsis to emphasise the dysregulated host response.", ()),
-        # no sentence of the passage is copied: nothing to compare
-        ("Organ failure from infection defines sepsis.", ()),
-    ],
-)
-def test_a_near_copy_of_a_passage_sentence_must_keep_its_words(claim, changes):
-    assert changed_words(claim, SEPSIS3) == changes
-
-
-def test_a_changed_copy_caps_support_like_a_wrong_number():
-    verifier = SupportVerifier(HashEmbedder())
-    copied = "Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host response."
-    swapped = copied.replace("Sepsis", "Septic shock")
-    right, wrong = verifier.score_pairs([(copied, SEPSIS3), (swapped, SEPSIS3)])
-    assert right.copy_ok and right.checks_ok
-    assert not wrong.copy_ok and wrong.numbers_ok and wrong.names_ok and wrong.support <= CHECK_PENALTY
-
-
 PRONE = chunk(
     "The SSC recommends using prone positioning for > 12 hours per day for adults with "
     "sepsis-induced moderate-to-severe ARDS. Typical sessions are 16 hours prone, 8 hours supine.",
@@ -549,26 +504,72 @@ PRONE = chunk(
 
 
 @pytest.mark.parametrize(
-    ("claim", "changes"),
+    ("passage", "claim", "changes"),
     [
+        # the chain's answer to "criteria for septic shock": the sepsis definition, subject swapped
+        (
+            SEPSIS3,
+            "Septic shock is defined as life-threatening organ dysfunction caused by a dysregulated host "
+            "response to infection [1].",
+            ("septic shock <- sepsis",),
+        ),
+        (
+            SEPSIS3,
+            "Sepsis is not defined as life-threatening organ dysfunction caused by a dysregulated host "
+            "response to infection.",
+            ("not <- (nothing)",),
+        ),
+        (
+            SEPSIS3,
+            "The Sepsis-3 consensus redefined sepsis to emphasize the regulated host response.",
+            ("regulated <- dysregulated",),
+        ),
+        # faithful copies, shortened copies and spellings of the same words pass
+        (
+            SEPSIS3,
+            "Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host "
+            "response to infection [1].",
+            (),
+        ),
+        (SEPSIS3, "Sepsis is organ dysfunction caused by a dysregulated host response to an infection.", ()),
+        (SEPSIS3, "AZD0530 is a selective Src kinase inhibitor.", ()),  # the copied sentence names it too
+        (SEPSIS3, "Saracatinib (AZD0530) is a selective Src kinase inhibitor.", ()),
+        (SEPSIS3, "The Sepsis-3 consensus redefined sepsis to emphasise the dysregulated host response.", ()),
+        # no sentence of the passage is copied: nothing to compare
+        (SEPSIS3, "Organ failure from infection defines sepsis.", ()),
         # another line's number put into a copy of this line: the number check cannot see it
         (
+            PRONE,
             "The SSC recommends using prone positioning for > 16 hours per day for adults with "
             "sepsis-induced moderate-to-severe ARDS.",
             ("16 <- 12",),
         ),
         (
+            PRONE,
             "The SSC recommends using prone positioning for > 12 hours per day for adults with "
             "sepsis-induced moderate-to-severe ARDS.",
             (),
         ),
-        ("The SSC recommends using prone positioning for > 12.0 hours per day for adults with ARDS.", ()),
+        (
+            PRONE,
+            "The SSC recommends using prone positioning for > 12.0 hours per day for adults with ARDS.",
+            (),
+        ),
         # a number written in words, or one added, is left to the number check
-        ("The SSC recommends using prone positioning for more than twelve hours per day in ARDS.", ()),
+        (PRONE, "The SSC recommends using prone positioning for more than twelve hours per day in ARDS.", ()),
     ],
 )
-def test_a_near_copy_keeps_the_numbers_of_the_sentence_it_copies(claim, changes):
-    assert changed_words(claim, PRONE) == changes
+def test_a_near_copy_of_a_passage_sentence_must_keep_its_words_and_numbers(passage, claim, changes):
+    assert changed_words(claim, passage) == changes
+
+
+def test_a_changed_copy_caps_support_like_a_wrong_number():
+    verifier = SupportVerifier(HashEmbedder())
+    copied = "Sepsis is defined as life-threatening organ dysfunction caused by a dysregulated host response."
+    swapped = copied.replace("Sepsis", "Septic shock")
+    right, wrong = verifier.score_pairs([(copied, SEPSIS3), (swapped, SEPSIS3)])
+    assert right.copy_ok and right.checks_ok
+    assert not wrong.copy_ok and wrong.numbers_ok and wrong.names_ok and wrong.support <= CHECK_PENALTY
 
 
 def test_one_letter_typos_pass_but_other_words_with_the_same_letters_do_not():
