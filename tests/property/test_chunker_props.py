@@ -59,6 +59,16 @@ def check_chunks(
             assert set(range(section.start + s, section.start + e)) <= covered
 
 
+def chunk_and_check(doc: Document, spans: TokenSpans, max_tokens: int, data, *, budget: bool = True) -> None:
+    """Chunks ``doc`` with an overlap drawn from ``data``: the chunks keep the contract of
+    :func:`check_chunks`, and chunking again gives the same chunks (deterministic)."""
+    overlap = data.draw(st.integers(0, max_tokens // 2 - 1))
+    config = ChunkerConfig(max_tokens=max_tokens, overlap=overlap)
+    chunks = chunk_document(doc, spans, config)
+    check_chunks(doc, chunks, spans, config, budget=budget)
+    assert chunk_document(doc, spans, config) == chunks
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     bodies=st.dictionaries(SECTION_NAME, TEXT, max_size=5),
@@ -67,12 +77,8 @@ def check_chunks(
     data=st.data(),
 )
 def test_any_unicode_chunks_to_exact_in_section_slices(bodies, repeat, max_tokens, data):
-    overlap = data.draw(st.integers(0, max_tokens // 2 - 1))
-    config = ChunkerConfig(max_tokens=max_tokens, overlap=overlap)
     doc = make_doc("p:1", {name: body * repeat for name, body in bodies.items()})
-    chunks = chunk_document(doc, whitespace_spans, config)
-    check_chunks(doc, chunks, whitespace_spans, config)
-    assert chunk_document(doc, whitespace_spans, config) == chunks  # deterministic
+    chunk_and_check(doc, whitespace_spans, max_tokens, data)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -83,14 +89,10 @@ def test_any_unicode_chunks_to_exact_in_section_slices(bodies, repeat, max_token
     data=st.data(),
 )
 def test_real_wordpiece_offsets_chunk_any_unicode(bodies, repeat, max_tokens, data):
-    overlap = data.draw(st.integers(0, max_tokens // 2 - 1))
-    config = ChunkerConfig(max_tokens=max_tokens, overlap=overlap)
     doc = make_doc("p:2", {f"s{i}": body * repeat for i, body in enumerate(bodies)})
-    chunks = chunk_document(doc, wordpiece(), config)
     # No budget check here: a chunk's text re-tokenized on its own can split differently than in
     # context ("0UW:0" inside a longer run); the budget is checked on windows in the test below.
-    check_chunks(doc, chunks, wordpiece(), config, budget=False)
-    assert chunk_document(doc, wordpiece(), config) == chunks
+    chunk_and_check(doc, wordpiece(), max_tokens, data, budget=False)
 
 
 def test_wordpiece_window_never_exceeds_the_token_budget():
