@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -158,6 +161,21 @@ def word_index(
         embedder=embedder,
         cache_dir=data / "cache",
         progress=False,
+    )
+
+
+def run_python(
+    args: Sequence[str], data_dir: Path, *, check: bool = False, timeout: float | None = 300, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """``python ARGS`` in a process of its own that reads data folder ``data_dir`` (``env``
+    besides), its output captured as text."""
+    return subprocess.run(
+        [sys.executable, *args],
+        env={**os.environ, "MEDCITE_DATA_DIR": str(data_dir), **env},
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=timeout,
     )
 
 

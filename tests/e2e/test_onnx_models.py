@@ -4,9 +4,6 @@ that finds them exported scores without importing torch."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -14,6 +11,7 @@ import pytest
 from indexes.dense.onnx_models import onnx_dir, score_encoded
 from rag.check.support_model import TrainedSupport
 from rag.rerank.trained import TrainedReranker
+from tests.helpers import run_python
 
 pytestmark = pytest.mark.e2e
 
@@ -65,13 +63,8 @@ def test_a_process_with_exported_models_never_imports_torch(data_dir) -> None:
         "MiniLmEmbedder().embed(['x']); TrainedReranker().logits('q', ['p']); "
         "print(json.dumps('torch' in sys.modules))"
     )
-    env = {**os.environ, "MEDCITE_DATA_DIR": str(data_dir)}
-    first = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-    )
-    again = subprocess.run(
-        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
-    )
+    first = run_python(["-c", script], data_dir, check=True, timeout=None)
+    again = run_python(["-c", script], data_dir, check=True, timeout=None)
     assert json.loads(first.stdout) is True  # the embedder was not exported yet: torch exports it
     assert json.loads(again.stdout) is False
 

@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import run_python
+
 
 def medcite(*args: str, data_dir: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MEDCITE_DATA_DIR": str(data_dir)}
-    result = subprocess.run(
-        [sys.executable, "-m", "medcite", *args], capture_output=True, text=True, env=env, timeout=300
-    )
+    result = run_python(["-m", "medcite", *args], data_dir)
     if check and result.returncode != 0:
         raise AssertionError(f"medcite {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result
@@ -84,10 +83,7 @@ def test_a_bm25_query_imports_no_torch(bm25_index):
         "heavy = ('torch', 'sentence_transformers', 'llama_cpp')\n"
         "print('loaded:', sorted(m for m in heavy if m in sys.modules))"
     )
-    env = {**os.environ, "MEDCITE_DATA_DIR": str(bm25_index)}
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
-    )
+    result = run_python(["-c", script], bm25_index)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("loaded: []"), result.stdout[-300:]
 
@@ -141,13 +137,10 @@ def test_ask_with_unknown_profile_or_missing_model_says_what_to_do(bm25_index, t
     assert result.returncode == 2 and "choose one of" in result.stderr
     profile = tmp_path / "bm25.toml"
     profile.write_text('index = "om"\n[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "none"\n')
-    env_model = {"MEDCITE_MODEL_DIR": str(tmp_path / "no-models")}
-    result = subprocess.run(
-        [sys.executable, "-m", "medcite", "ask", "Which score?", "--profile", str(profile)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "MEDCITE_DATA_DIR": str(bm25_index), **env_model},
+    result = run_python(
+        ["-m", "medcite", "ask", "Which score?", "--profile", str(profile)],
+        bm25_index,
+        MEDCITE_MODEL_DIR=str(tmp_path / "no-models"),
     )
     assert result.returncode == 2, result.stderr
     assert "medcite models fetch" in result.stderr and "Traceback" not in result.stderr
