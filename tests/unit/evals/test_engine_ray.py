@@ -67,21 +67,14 @@ def test_a_ray_run_writes_the_records_of_a_local_run(ray_session, index_dir, tmp
     profile = tmp_path / "fast-flag.toml"  # "flag": BM25-only answers are kept (labelled) and judged
     profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
     cfg = config("same", profile=str(profile), answers=[{"dataset": "af", "n": 2}])
-    local = run_eval(
-        cfg,
-        fresh_paths(index_dir, tmp_path / "a"),
-        out=tmp_path / "local",
-        progress=False,
-        generator=LoggedModel(tmp_path / "local.log"),
-    )
-    ray = run_eval(
-        cfg,
-        fresh_paths(index_dir, tmp_path / "b"),
-        out=tmp_path / "ray",
-        progress=False,
-        generator=LoggedModel(tmp_path / "ray.log"),
-        engine=RayEngine(workers=2),
-    )
+
+    def run(name: str, data: str, **engine: RayEngine):
+        paths = fresh_paths(index_dir, tmp_path / data)
+        model = LoggedModel(tmp_path / f"{name}.log")
+        return run_eval(cfg, paths, out=tmp_path / name, progress=False, generator=model, **engine)
+
+    local = run("local", "a")
+    ray = run("ray", "b", engine=RayEngine(workers=2))
 
     expected, got = comparable(tmp_path / "local"), comparable(tmp_path / "ray")
     assert len(expected) == 3 * 8 + 2 * 2  # 3 MCQ conditions x 8 items, 2 free-text conditions x 2

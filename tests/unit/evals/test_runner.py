@@ -127,22 +127,13 @@ def test_a_resumed_retrieval_run_counts_what_it_skipped(paths, tmp_path):
 
 
 def test_a_changed_config_under_the_same_name_is_refused(paths, tmp_path):
-    out = tmp_path / "run"
-    run_eval(
-        config("same", mcq=[{"dataset": "medqa", "n": 2}]),
-        paths,
-        out=out,
-        progress=False,
-        generator=LetterModel(),
-    )
+    def run(n: int) -> None:
+        cfg = config("same", mcq=[{"dataset": "medqa", "n": n}])
+        run_eval(cfg, paths, out=tmp_path / "run", progress=False, generator=LetterModel())
+
+    run(2)
     with pytest.raises(ConfigError, match="different config"):
-        run_eval(
-            config("same", mcq=[{"dataset": "medqa", "n": 3}]),
-            paths,
-            out=out,
-            progress=False,
-            generator=LetterModel(),
-        )
+        run(3)
 
 
 def test_a_run_from_before_a_config_field_existed_still_resumes(paths, tmp_path):
