@@ -42,40 +42,64 @@ def test_setext_headings_are_headings_and_their_underline_is_not_body():
     assert first_heading(text) == "Asthma plan"
 
 
-def test_a_setext_heading_over_two_lines_is_one_title():
-    text = "Dosing in\nrenal failure\n=============\n\n5 mg.\n"
-    assert _sections(text) == [(("Dosing in renal failure",), "5 mg.")]
-
-
-def test_headings_indented_by_up_to_three_spaces():
-    text = "   # Asthma\n\nIntro.\n\n  ## Triggers\n\nDust.\n"
-    assert _sections(text) == [(("Asthma",), "Intro."), (("Asthma", "Triggers"), "Dust.")]
-
-
-def test_lines_indented_by_four_spaces_are_code_not_headings():
-    text = "# Script\n\nRun:\n\n    # not a heading\n    make demo\n\nDone.\n"
-    assert _sections(text) == [(("Script",), "Run:\n\n    # not a heading\n    make demo\n\nDone.")]
-
-
-def test_a_hash_line_inside_a_fenced_code_block_is_code():
-    text = "# Setup\n\n```bash\n# install\npip install medcite\n```\n\n## Use\n\nAsk.\n"
-    assert _sections(text) == [
-        (("Setup",), "```bash\n# install\npip install medcite\n```"),
-        (("Setup", "Use"), "Ask."),
-    ]
-
-
-def test_a_backtick_fence_inside_a_tilde_fence_does_not_close_it():
-    text = "# Doc\n\n~~~markdown\n```\n# still code\n```\n~~~\n\n## After\n\nText.\n"
-    assert _sections(text) == [
-        (("Doc",), "~~~markdown\n```\n# still code\n```\n~~~"),
-        (("Doc", "After"), "Text."),
-    ]
-
-
-def test_an_unclosed_fence_runs_to_the_end():
-    text = "# Doc\n\n```\n# code to the end\n"
-    assert _sections(text) == [(("Doc",), "```\n# code to the end")]
+@pytest.mark.parametrize(
+    ("text", "sections"),
+    [
+        pytest.param(
+            "Dosing in\nrenal failure\n=============\n\n5 mg.\n",
+            [(("Dosing in renal failure",), "5 mg.")],
+            id="a setext heading over two lines is one title",
+        ),
+        pytest.param(
+            "   # Asthma\n\nIntro.\n\n  ## Triggers\n\nDust.\n",
+            [(("Asthma",), "Intro."), (("Asthma", "Triggers"), "Dust.")],
+            id="headings indented by up to three spaces",
+        ),
+        pytest.param(
+            "# Script\n\nRun:\n\n    # not a heading\n    make demo\n\nDone.\n",
+            [(("Script",), "Run:\n\n    # not a heading\n    make demo\n\nDone.")],
+            id="lines indented by four spaces are code not headings",
+        ),
+        pytest.param(
+            "# Setup\n\n```bash\n# install\npip install medcite\n```\n\n## Use\n\nAsk.\n",
+            [
+                (("Setup",), "```bash\n# install\npip install medcite\n```"),
+                (("Setup", "Use"), "Ask."),
+            ],
+            id="a hash line inside a fenced code block is code",
+        ),
+        pytest.param(
+            "# Doc\n\n~~~markdown\n```\n# still code\n```\n~~~\n\n## After\n\nText.\n",
+            [
+                (("Doc",), "~~~markdown\n```\n# still code\n```\n~~~"),
+                (("Doc", "After"), "Text."),
+            ],
+            id="a backtick fence inside a tilde fence does not close it",
+        ),
+        pytest.param(
+            "# Doc\n\n```\n# code to the end\n",
+            [(("Doc",), "```\n# code to the end")],
+            id="an unclosed fence runs to the end",
+        ),
+        pytest.param(
+            "# Doc\n\nOne.\n\n---\n\nTwo.\n",
+            [(("Doc",), "One.\n\n---\n\nTwo.")],
+            id="a thematic break after a blank line is not a heading",
+        ),
+        pytest.param(
+            "# Doc\n\n> # quoted\n\n- # in a list\n\n#hashtag\n",
+            [(("Doc",), "> # quoted\n\n- # in a list\n\n#hashtag")],
+            id="headings in quotes and lists and hashtags do not open sections",
+        ),
+        pytest.param(
+            "# **Bold** and `code` #\n\n## Empty\n\n## _Real_\n\nBody.\n",
+            [(("Bold and code", "Real"), "Body.")],
+            id="title marks are dropped and empty sections skipped",
+        ),
+    ],
+)
+def test_sections_a_reader_sees(text, sections):
+    assert _sections(text) == sections
 
 
 def test_front_matter_is_body_text_not_a_setext_heading():
@@ -85,21 +109,6 @@ def test_front_matter_is_body_text_not_a_setext_heading():
         (("Asthma",), "Intro."),
     ]
     assert first_heading(text) == "Asthma"
-
-
-def test_a_thematic_break_after_a_blank_line_is_not_a_heading():
-    text = "# Doc\n\nOne.\n\n---\n\nTwo.\n"
-    assert _sections(text) == [(("Doc",), "One.\n\n---\n\nTwo.")]
-
-
-def test_headings_in_quotes_and_lists_and_hashtags_do_not_open_sections():
-    text = "# Doc\n\n> # quoted\n\n- # in a list\n\n#hashtag\n"
-    assert _sections(text) == [(("Doc",), "> # quoted\n\n- # in a list\n\n#hashtag")]
-
-
-def test_title_marks_are_dropped_and_empty_sections_skipped():
-    text = "# **Bold** and `code` #\n\n## Empty\n\n## _Real_\n\nBody.\n"
-    assert _sections(text) == [(("Bold and code", "Real"), "Body.")]
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
