@@ -501,26 +501,16 @@ def test_a_supported_sentence_that_answers_something_else_is_not_presented():
 
     parsed = parse_answer(f"{GOOD} Men scoring 2 or more need anticoagulation [2].", HITS)
     rules = GateRules(terms="every", min_answer=0.3)
-    gate = SupportGate(
-        QUESTION,
-        HITS,
-        ScriptedVerifier(unsupported=[]),
-        "drop",
-        abstain_token=abstain_token(),
-        rules=rules,
-        relevance_of=relevance_of,
-    )
-    result = gate.finish(parsed)
+
+    def gate(rules: GateRules) -> SupportGate:
+        verifier = ScriptedVerifier(unsupported=[])
+        token = abstain_token()
+        return SupportGate(
+            QUESTION, HITS, verifier, "drop", abstain_token=token, rules=rules, relevance_of=relevance_of
+        )
+
+    result = gate(rules).finish(parsed)
     assert result.text == GOOD
     removed = [s for s in result.sentences if s.status == "removed"]
     assert len(removed) == 1 and "does not answer the question (relevance 0.05 < 0.30)" in removed[0].reasons
-    off = SupportGate(
-        QUESTION,
-        HITS,
-        ScriptedVerifier(unsupported=[]),
-        "drop",
-        abstain_token=abstain_token(),
-        rules=rules.without("answers"),
-        relevance_of=relevance_of,
-    )
-    assert "Men scoring" in off.finish(parsed).text  # the check off: both shown
+    assert "Men scoring" in gate(rules.without("answers")).finish(parsed).text  # the check off: both shown
