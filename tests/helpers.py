@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import pytest
 
 from bench.serving.scripted import ScriptedVerifier as ScriptedVerifier  # its home since bench uses it too
-from core.errors import GeneratorTimeout
+from core.errors import GeneratorTimeout, SourceError
 from core.paths import Paths
 from core.types import Chunk, Document, Generation, Hit
 from corpora.sources.base import DocumentBuilder
@@ -265,6 +266,13 @@ def docs_by_id(source: Any, *, skipped: int) -> dict[str, Document]:
     docs = {d.doc_id: d for d in source.documents()}
     assert source.skipped == skipped
     return docs
+
+
+def source_error(source: Any, match: str) -> SourceError:
+    """The SourceError that reading every document of ``source`` raises, its message matching ``match``."""
+    with pytest.raises(SourceError, match=match) as info:
+        list(source.documents())
+    return info.value
 
 
 def all_files(folder: Path) -> list[Path]:

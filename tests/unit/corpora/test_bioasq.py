@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from core.errors import ConfigError, SourceError
+from core.errors import ConfigError
 from core.types import Document
 from corpora.sources.bioasq import BioasqSnippetSource, qrels_doc_id, snippet_id
+from tests.helpers import source_error
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +87,22 @@ def test_handmade_titles_empty_text_and_file_path(tmp_path: Path) -> None:
 
 
 def test_missing_file_says_where(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match=r"snippet_corpus\.jsonl.*--path") as info:
-        list(BioasqSnippetSource(tmp_path).documents())
-    assert str(tmp_path) in str(info.value)
+    error = source_error(BioasqSnippetSource(tmp_path), r"snippet_corpus\.jsonl.*--path")
+    assert str(tmp_path) in str(error)
 
 
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "snippet_corpus.jsonl"
     path.write_text('{"_id": "S1", "pmid": "1", "section": "abstract", "text": "a"}\n[1, 2]\n')
-    with pytest.raises(SourceError, match=r"snippet_corpus\.jsonl:2"):
-        list(BioasqSnippetSource(tmp_path).documents())
+    source_error(BioasqSnippetSource(tmp_path), r"snippet_corpus\.jsonl:2")
 
 
 def test_duplicate_or_missing_ids_are_errors(tmp_path: Path) -> None:
     row = {"_id": "S1", "pmid": "1", "section": "abstract", "text": "a"}
     _write(tmp_path / "snippet_corpus.jsonl", [row, row])
-    with pytest.raises(SourceError, match=r":2: duplicate snippet id S1"):
-        list(BioasqSnippetSource(tmp_path).documents())
+    source_error(BioasqSnippetSource(tmp_path), r":2: duplicate snippet id S1")
     _write(tmp_path / "snippet_corpus.jsonl", [{"pmid": "1", "text": "a"}])
-    with pytest.raises(SourceError, match=r":1: snippet has no _id"):
-        list(BioasqSnippetSource(tmp_path).documents())
+    source_error(BioasqSnippetSource(tmp_path), r":1: snippet has no _id")
 
 
 def test_non_utf8_bytes_are_replaced(tmp_path: Path) -> None:

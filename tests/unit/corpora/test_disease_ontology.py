@@ -11,6 +11,7 @@ import pytest
 from core.errors import ConfigError, SourceError
 from core.types import Document
 from corpora.sources.disease_ontology import DiseaseOntologySource, iter_obo_terms
+from tests.helpers import source_error
 
 
 def _bodies(doc: Document) -> dict[str, str]:
@@ -154,8 +155,7 @@ def test_require_definition(tmp_path: Path) -> None:
 
 
 def test_missing_files_say_how_to_get_them(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match=r"doid_terms\.jsonl or doid\.obo.*--fetch"):
-        list(DiseaseOntologySource(tmp_path / "nowhere").documents())
+    source_error(DiseaseOntologySource(tmp_path / "nowhere"), r"doid_terms\.jsonl or doid\.obo.*--fetch")
 
 
 @pytest.mark.parametrize(
@@ -172,16 +172,14 @@ def test_malformed_obo_names_file_and_line(tmp_path: Path, text: str, line: int)
 def test_malformed_jsonl_names_line(tmp_path: Path) -> None:
     path = tmp_path / "doid_terms.jsonl"
     path.write_text('{"id": "DOID:1", "name": "a", "definition": "b"}\n{broken\n')
-    with pytest.raises(SourceError, match=r"doid_terms\.jsonl:2"):
-        list(DiseaseOntologySource(tmp_path).documents())
+    source_error(DiseaseOntologySource(tmp_path), r"doid_terms\.jsonl:2")
 
 
 def test_term_without_doid_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "doid_terms.jsonl").write_text(
         json.dumps({"id": "X:1", "name": "a", "definition": "b"}) + "\n"
     )
-    with pytest.raises(SourceError, match=r"doid_terms\.jsonl:1: .*DOID"):
-        list(DiseaseOntologySource(tmp_path).documents())
+    source_error(DiseaseOntologySource(tmp_path), r"doid_terms\.jsonl:1: .*DOID")
 
 
 def test_non_utf8_bytes_are_replaced(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError, SourceError
+from core.errors import ConfigError
 from core.types import Document
 from corpora.sources.hpo import HpoSource, band_of_ratio, parse_obo, pooled_band
+from tests.helpers import source_error
 
 DEFAULT_BUDGET = 600_000  # wordpieces; the embedded default corpus must build in minutes
 HEADER = "database_id\tdisease_name\tqualifier\thpo_id\treference\tevidence\tonset\tfrequency\tsex\tmodifier\taspect\tbiocuration"  # noqa: E501
@@ -246,11 +247,8 @@ def test_bad_options_and_inputs(tmp_path: Path) -> None:
         HpoSource(databases=("MONDO",))
     with pytest.raises(ConfigError, match="definitions"):
         HpoSource(definitions="some")
-    with pytest.raises(SourceError, match="--path"):
-        list(HpoSource(tmp_path / "nowhere").documents())
+    source_error(HpoSource(tmp_path / "nowhere"), "--path")
     bad_header = _write(tmp_path / "h", [], header="database_id\tdisease_name")
-    with pytest.raises(SourceError, match=r"phenotype\.hpoa:3: header lacks"):
-        list(HpoSource(bad_header).documents())
+    source_error(HpoSource(bad_header), r"phenotype\.hpoa:3: header lacks")
     short = _write(tmp_path / "s", [_row("ORPHA:5", "HP:0000268"), "ORPHA:6\tShort row"])
-    with pytest.raises(SourceError, match=r"phenotype\.hpoa:5: expected"):
-        list(HpoSource(short).documents())
+    source_error(HpoSource(short), r"phenotype\.hpoa:5: expected")

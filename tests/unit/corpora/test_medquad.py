@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError, SourceError
+from core.errors import ConfigError
 from core.types import Document
 from corpora.sources.medquad import ANSWERLESS_PREFIXES, MedQuADSource, liveqa_answer_doc_id
 from corpora.sources.medquad_xml import iter_tar_xml, parse_xml
-from tests.helpers import docs_by_id
+from tests.helpers import docs_by_id, source_error
 
 QRELS = (
     "liveqa_qrels/QA-TestSet-LiveQA-Med-Qrels-2479-Answers/"
@@ -202,10 +202,8 @@ ROW: dict[str, object] = {
 
 
 def test_missing_input_says_how_to_get_it(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match=r"MedQuAD not found at .*--fetch"):
-        list(MedQuADSource(tmp_path).documents())
-    with pytest.raises(SourceError, match="no MedQuAD path given"):
-        list(MedQuADSource().documents())
+    source_error(MedQuADSource(tmp_path), r"MedQuAD not found at .*--fetch")
+    source_error(MedQuADSource(), "no MedQuAD path given")
     assert MedQuADSource(tmp_path).describe()["input"] is None
 
 
@@ -221,11 +219,9 @@ def test_jsonl_edge_cases(tmp_path: Path) -> None:
     assert docs[0].text == "Gen\ufffdes." and docs[0].sections[0].path == ("causes", "What causes X ?")
     assert source.skipped == 1
     _jsonl(tmp_path / "medquad_qa.jsonl.gz", [ROW, "{not json"])
-    with pytest.raises(SourceError, match=r"medquad_qa.jsonl.gz:2"):
-        list(MedQuADSource(tmp_path).documents())
+    source_error(MedQuADSource(tmp_path), r"medquad_qa.jsonl.gz:2")
     _jsonl(tmp_path / "medquad_qa.jsonl.gz", [{**ROW, "qid": ""}])
-    with pytest.raises(SourceError, match=r"medquad_qa.jsonl.gz:1: expected a collection and a qid"):
-        list(MedQuADSource(tmp_path).documents())
+    source_error(MedQuADSource(tmp_path), r"medquad_qa.jsonl.gz:1: expected a collection and a qid")
 
 
 GOOD_XML = b"""<?xml version="1.0" encoding="UTF-8"?>
@@ -252,18 +248,15 @@ def test_malformed_xml_names_file_and_line(tmp_path: Path) -> None:
     (tmp_path / "2_GARD_QA").mkdir()
     bad = tmp_path / "2_GARD_QA" / "0000003.xml"
     bad.write_bytes(GOOD_XML.replace(b"</QAPair>\n<QAPair", b"</QAPai>\n<QAPair", 1))
-    with pytest.raises(SourceError, match=r"0000003.xml:4: malformed XML"):
-        list(MedQuADSource(tmp_path).documents())
+    source_error(MedQuADSource(tmp_path), r"0000003.xml:4: malformed XML")
     bad.write_bytes(
         GOOD_XML.replace(b'<Question qid="0000002-1"', b'<Query qid="0000002-1"').replace(
             b"</Question>\n<Answer>Fever", b"</Query>\n<Answer>Fever"
         )
     )
-    with pytest.raises(SourceError, match="QA pair 1 has no Question"):
-        list(MedQuADSource(tmp_path).documents())
+    source_error(MedQuADSource(tmp_path), "QA pair 1 has no Question")
 
 
 def test_corrupt_tarball(tmp_path: Path) -> None:
     (tmp_path / "raw_xml.tar.gz").write_bytes(gzip.compress(b"not a tar archive at all" * 40))
-    with pytest.raises(SourceError, match="cannot read MedQuAD XML archive"):
-        list(MedQuADSource(tmp_path).documents())
+    source_error(MedQuADSource(tmp_path), "cannot read MedQuAD XML archive")

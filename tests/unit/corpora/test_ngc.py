@@ -11,7 +11,7 @@ import pytest
 from core.errors import SourceError
 from core.types import Document
 from corpora.sources.ngc import LICENSE, NgcSource, fix_mojibake, split_recommendations
-from tests.helpers import docs_by_id
+from tests.helpers import docs_by_id, source_error
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +136,7 @@ def _row(ngc_id: str, major: str) -> str:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match=r"NGC summaries not found at .*pass --path"):
-        list(NgcSource(tmp_path).documents())
+    source_error(NgcSource(tmp_path), r"NGC summaries not found at .*pass --path")
     assert NgcSource(tmp_path).describe()["file"] is None
 
 
@@ -157,5 +156,4 @@ def test_edge_cases(tmp_path: Path) -> None:
     ):
         list(NgcSource(tmp_path).documents())
     _write(tmp_path / "ngc_summaries.jsonl.gz", [_row("ngc-1", "Use X."), "{broken"])
-    with pytest.raises(SourceError, match=r"ngc_summaries.jsonl.gz:2: not valid JSON"):
-        list(NgcSource(tmp_path).documents())
+    source_error(NgcSource(tmp_path), r"ngc_summaries.jsonl.gz:2: not valid JSON")

@@ -15,6 +15,7 @@ import corpora.sources.orphanet as orphanet
 from core.errors import ConfigError, SourceError
 from core.types import Document
 from corpora.sources.orphanet import OrphanetSource, pack_archive
+from tests.helpers import source_error
 
 
 def _check_spans(doc: Document) -> None:
@@ -166,22 +167,19 @@ def test_plain_file_path_and_wrapped_packet(tmp_path: Path) -> None:
 
 
 def test_missing_file_says_how_to_get_it(tmp_path: Path) -> None:
-    with pytest.raises(SourceError, match=r"--fetch") as info:
-        list(OrphanetSource(tmp_path).documents())
-    assert str(tmp_path) in str(info.value)
+    error = source_error(OrphanetSource(tmp_path), r"--fetch")
+    assert str(tmp_path) in str(error)
 
 
 def test_malformed_line_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "orphapackets_full.jsonl.gz"
     path.write_bytes(gzip.compress(json.dumps(PACKET).encode() + b"\n{not json\n"))
-    with pytest.raises(SourceError, match=r"orphapackets_full\.jsonl\.gz:2"):
-        list(OrphanetSource(tmp_path).documents())
+    source_error(OrphanetSource(tmp_path), r"orphapackets_full\.jsonl\.gz:2")
 
 
 def test_packet_without_code_is_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path / "p.jsonl", [{"Label": "No code"}])
-    with pytest.raises(SourceError, match=r"p\.jsonl:1: .*ORPHAcode"):
-        list(OrphanetSource(path).documents())
+    source_error(OrphanetSource(path), r"p\.jsonl:1: .*ORPHAcode")
 
 
 def test_non_utf8_bytes_are_replaced(tmp_path: Path) -> None:

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from core.errors import ConfigError, SourceError
+from core.errors import ConfigError
 from corpora.sources.pubmedqa import PubmedqaAbstractSource, doc_id
+from tests.helpers import source_error
 
 ARTICLES = {
     "222": {
@@ -49,10 +50,8 @@ def test_the_shared_file_reads_whole(source_data):
 
 
 def test_bad_input_says_what_to_do(tmp_path):
-    with pytest.raises(SourceError, match="--fetch"):
-        list(PubmedqaAbstractSource(path=tmp_path).documents())
+    source_error(PubmedqaAbstractSource(path=tmp_path), "--fetch")
     (tmp_path / "ori_pqal.json").write_text("[1, 2]")
-    with pytest.raises(SourceError, match="PMID -> article"):
-        list(PubmedqaAbstractSource(path=tmp_path).documents())
+    source_error(PubmedqaAbstractSource(path=tmp_path), "PMID -> article")
     with pytest.raises(ConfigError, match="no options"):
         PubmedqaAbstractSource(path=tmp_path, limit=3)

@@ -11,6 +11,7 @@ import pytest
 from core.errors import MissingExtraError, SourceError
 from core.types import Document
 from corpora.sources.user_docs import UserDocsSource
+from tests.helpers import source_error
 
 HTML = """<!doctype html><html><head><title>Clinic &amp; Ward Guide</title>
 <style>body { color: red }</style><script>alert("stolen")</script></head><body>
@@ -172,8 +173,7 @@ def test_jsonl_lines_are_documents(folder: Path) -> None:
 )
 def test_malformed_jsonl_names_file_and_line(tmp_path: Path, content: str, message: str) -> None:
     (tmp_path / "bad.jsonl").write_text(content, encoding="utf-8")
-    with pytest.raises(SourceError, match=message):
-        list(UserDocsSource(tmp_path).documents())
+    source_error(UserDocsSource(tmp_path), message)
 
 
 def test_path_is_required_and_must_be_a_folder(tmp_path: Path) -> None:
@@ -203,8 +203,7 @@ def test_pdf_pages_become_sections(tmp_path: Path) -> None:
     (tmp_path / "leaflet.pdf").write_bytes(_pdf(["Take one tablet daily", "Side effects nausea"]))
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
     source = UserDocsSource(tmp_path)
-    with pytest.raises(SourceError, match=r"broken\.pdf"):
-        list(source.documents())
+    source_error(source, r"broken\.pdf")
     (tmp_path / "broken.pdf").unlink()
     (doc,) = source.documents()
     assert doc.title == "leaflet"
