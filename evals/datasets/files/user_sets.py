@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -430,6 +430,17 @@ def _finish(
     return LoadedSet(tuple(items), tuple(skipped), shape, tuple(notes))
 
 
+def _usable(results: Iterable[T | SkippedRow], skipped: list[SkippedRow]) -> list[T]:
+    """The usable results in order; each skipped row is appended to ``skipped``."""
+    usable: list[T] = []
+    for result in results:
+        if isinstance(result, SkippedRow):
+            skipped.append(result)
+        else:
+            usable.append(result)
+    return usable
+
+
 def load_user_mcq(
     spec: str, source_data: Path, columns: Mapping[str, str] | None = None
 ) -> LoadedSet[McqItem]:
@@ -439,22 +450,10 @@ def load_user_mcq(
     sources = {source for target, source in (columns or {}).items() if target not in SETTINGS}
     used = {*ID_COLUMNS, "question", *GOLD_COLUMNS, *OPTION_COLUMNS[shape], *sources}
     skipped: list[SkippedRow] = []
-    drafts: list[_Draft] = []
-    for r in rows:
-        draft = _draft(r, shape, used)
-        if isinstance(draft, SkippedRow):
-            skipped.append(draft)
-        else:
-            drafts.append(draft)
+    drafts = _usable((_draft(r, shape, used) for r in rows), skipped)
     base, note = _answer_base(drafts, settings)
     notes += [note] if note else []
-    items: list[McqItem] = []
-    for d in drafts:
-        resolved = _resolve(d, base, spec)
-        if isinstance(resolved, SkippedRow):
-            skipped.append(resolved)
-        else:
-            items.append(resolved)
+    items = _usable((_resolve(d, base, spec) for d in drafts), skipped)
     mirage = layout.startswith("MIRAGE") and shape == "medqa"
     label = "MIRAGE-style {id: {question, options, answer}}" if mirage else SHAPES[shape]
     return _finish(spec, path, _unique(items, skipped), skipped, label, notes)
