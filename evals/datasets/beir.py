@@ -8,29 +8,23 @@ PubMedQA's ``pqal_corpus.jsonl``/``pqal_queries.jsonl``/``pqal_qrels.tsv``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from core.errors import SourceError
-from evals.datasets.qrels import build_set, read_qrels_tsv, require
+from evals.datasets.qrels import build_set, json_rows, read_qrels_tsv
 from evals.types import RetrievalSet
 
 
 def read_queries(path: Path) -> dict[str, str]:
     """``{_id: text}`` from a BEIR ``queries.jsonl``; blank lines are skipped, a duplicate id is an error."""
     queries: dict[str, str] = {}
-    with require(path, "queries file").open(encoding="utf-8") as fh:
-        for line, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-                qid, text = str(row["_id"]), str(row["text"])
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise SourceError(f"{path}:{line}: expected a JSON object with '_id' and 'text'") from exc
-            if qid in queries:
-                raise SourceError(f"{path}:{line}: duplicate query id {qid!r}")
-            queries[qid] = " ".join(text.split())
+    rows = json_rows(
+        path, "queries file", lambda row: (str(row["_id"]), str(row["text"])), "'_id' and 'text'"
+    )
+    for line, (qid, text) in rows:
+        if qid in queries:
+            raise SourceError(f"{path}:{line}: duplicate query id {qid!r}")
+        queries[qid] = " ".join(text.split())
     return queries
 
 

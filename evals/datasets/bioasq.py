@@ -7,16 +7,16 @@ the doc ids of the ``bioasq-snippets`` corpus, so runs over that index score wit
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from core.errors import ConfigError, SourceError
 from corpora.sources.base import iter_jsonl
 from corpora.sources.bioasq import qrels_doc_id
-from evals.datasets.qrels import build_set, read_qrels_tsv, require
+from evals.datasets.qrels import build_set, json_rows, read_qrels_tsv
 from evals.types import RetrievalSet
 
 QUESTION_TYPES = ("factoid", "list", "summary", "yesno")
@@ -26,21 +26,16 @@ def read_questions(path: Path, types: Sequence[str] | None = None) -> tuple[dict
     """``{id: body}`` of the questions of the chosen types, and how many of each type were kept."""
     queries: dict[str, str] = {}
     kept: Counter[str] = Counter()
-    with require(path, "BioASQ questions.jsonl").open(encoding="utf-8") as fh:
-        for line, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-                qid, body, qtype = str(row["id"]), str(row["body"]), str(row.get("type", ""))
-            except (json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise SourceError(
-                    f"{path}:{line}: expected a JSON object with 'id', 'type' and 'body'"
-                ) from exc
-            if types is None or qtype in types:
-                queries[qid] = " ".join(body.split())
-                kept[qtype] += 1
+    rows = json_rows(path, "BioASQ questions.jsonl", _question_fields, "'id', 'type' and 'body'")
+    for _, (qid, body, qtype) in rows:
+        if types is None or qtype in types:
+            queries[qid] = " ".join(body.split())
+            kept[qtype] += 1
     return queries, kept
+
+
+def _question_fields(row: Any) -> tuple[str, str, str]:
+    return str(row["id"]), str(row["body"]), str(row.get("type", ""))
 
 
 def load_bioasq_snippets(root: Path, types: Sequence[str] | None = None) -> RetrievalSet:

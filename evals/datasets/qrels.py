@@ -8,13 +8,16 @@ file order. The number of merged pairs is reported in the set's counts.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Container, Iterable, Mapping
+import json
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 from core.errors import SourceError
 from evals.types import QrelsCoverage, RetrievalSet
 
 Judgement = tuple[str, str, int]  # (query id, document id, grade)
+T = TypeVar("T")
 
 
 def require(path: Path, what: str) -> Path:
@@ -25,6 +28,21 @@ def require(path: Path, what: str) -> Path:
             "of the benchmark data (../shared/data by default)."
         )
     return path
+
+
+def json_rows(path: Path, what: str, fields: Callable[[Any], T], expected: str) -> Iterator[tuple[int, T]]:
+    """``(line number, fields(object))`` per non-blank line of the JSONL file ``path`` (``what``,
+    for the error if it is missing); a line that is not JSON, or lacks what ``fields`` reads, is a
+    SourceError saying that it expected a JSON object with ``expected``."""
+    with require(path, what).open(encoding="utf-8") as fh:
+        for line, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                value = fields(json.loads(raw))
+            except (json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise SourceError(f"{path}:{line}: expected a JSON object with {expected}") from exc
+            yield line, value
 
 
 def read_qrels_tsv(path: Path, doc_id: Callable[[str], str] = str) -> list[Judgement]:
