@@ -13,6 +13,11 @@ def _f(x: float | None, digits: int = 1) -> str:
     return "–" if x is None else f"{x:,.{digits}f}"
 
 
+def _latency(row: dict[str, Any]) -> str:
+    """The median, p95 and queries/s cells of a latency row."""
+    return f"{row['median_ms']:.2f} | {row['p95_ms']:.2f} | {row['qps']:,.0f}"
+
+
 def _img(title: str, path: Path) -> list[str]:
     return [f"![{title}]({Path(*path.parts[1:]) if path.parts[0] == 'docs' else path})", ""]
 
@@ -213,8 +218,7 @@ def _lexical_contender_rows(r: Results, sizes: list[str]) -> list[str]:
             peak = f" ({mem['peak_build_or_load_mb'] - mem['rss_after_imports_mb']:,.0f})" if mem else ""
             lines.append(
                 f"| {s} | {name} | {build} | {_f(load.get('load_s'), 2) if load else 'rebuild'} | "
-                f"{row['median_ms']:.2f} | {row['p95_ms']:.2f} | {row['qps']:,.0f} | {rt} | "
-                f"{_f(memory, 0)}{peak} |"
+                f"{_latency(row)} | {rt} | {_f(memory, 0)}{peak} |"
             )
     return lines
 
@@ -229,7 +233,7 @@ def _lexical_alone(r: Results, sizes: list[str]) -> list[str]:
         x = r[f"lexical_{s}"]
         a, fl, ld = x["latency_all_queries"]["medcite-bm25s"], x["floor"], x["load_seconds_bm25s"]
         lines.append(
-            f"| {s} | {a['median_ms']:.2f} | {a['p95_ms']:.2f} | {a['qps']:,.0f} | {1000 * ld['mmap']:.1f} / "
+            f"| {s} | {_latency(a)} | {1000 * ld['mmap']:.1f} / "
             f"{1000 * ld['read']:.1f} | {fl['median_bytes_per_query'] / 1e6:.2f} MB | "
             f"{fl['median_floor_ms']:.3f} |"
         )
@@ -311,9 +315,8 @@ def _dense_contender_rows(r: Results, sizes: list[str]) -> list[str]:
         for name, row in x["latency"].items():
             rec = x["recall_at_10_vs_exact"].get(name, 1.0)
             lines.append(
-                f"| {s} | {name} | {_f(x['build_seconds'].get(name), 2)} | {row['median_ms']:.2f} | "
-                f"{row['p95_ms']:.2f} | {row['qps']:,.0f} | {rec:.3f} | "
-                f"{_f(x['memory'][name]['index_mb'], 0)} |"
+                f"| {s} | {name} | {_f(x['build_seconds'].get(name), 2)} | {_latency(row)} | "
+                f"{rec:.3f} | {_f(x['memory'][name]['index_mb'], 0)} |"
             )
     return lines
 
