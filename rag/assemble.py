@@ -123,7 +123,13 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         return corpus_vocabulary(paths, index)
 
     pipeline = Pipeline(
-        retriever, reranker, generator, verifier=verifier, settings=settings, vocabulary=vocabulary
+        retriever,
+        reranker,
+        generator,
+        verifier=verifier,
+        settings=settings,
+        vocabulary=vocabulary,
+        embedder=embedder,
     )
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 
