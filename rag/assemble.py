@@ -123,13 +123,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         return corpus_vocabulary(paths, index)
 
     pipeline = Pipeline(
-        retriever,
-        reranker,
-        generator,
-        verifier=verifier,
-        settings=settings,
-        vocabulary=vocabulary,
-        embedder=embedder,
+        retriever, reranker, generator, verifier=verifier, settings=settings, vocabulary=vocabulary
     )
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 

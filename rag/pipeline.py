@@ -32,7 +32,7 @@ from rag.choice import choose_option
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
 from rag.profile import Profile
-from rag.protocols import Embedder, Generator, Reranker, Retriever
+from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
 from rag.rerank.injection import set_aside_instructions
 from rag.rerank.sentences import SentenceModel, select_sentences
@@ -170,12 +170,10 @@ class Pipeline:
         verifier: SupportChecker | None = None,
         settings: PipelineSettings | None = None,
         vocabulary: Callable[[], Vocabulary] | None = None,
-        embedder: Embedder | None = None,
     ) -> None:
         """``vocabulary``: the corpus's document frequencies and abbreviations, which the
         aboutness judgement weighs a question's concepts by; called on the first question (it
-        may read the whole corpus once). None: every concept weighs the same, no abbreviation.
-        ``embedder``: the index's, which the quote model reads sentences with (None: without)."""
+        may read the whole corpus once). None: every concept weighs the same, no abbreviation."""
         self.retriever = retriever
         self.reranker = reranker
         self.generator = generator
@@ -188,7 +186,6 @@ class Pipeline:
         self._quote_judge = QuoteJudge(generator, judge[1], judge[0]) if judge is not None else None
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
-        self.embedder = embedder
 
     def _answer_scorer(self) -> Callable[[str, Sequence[str]], Sequence[float]] | None:
         """What the gate asks whether a sentence answers the question: the trained relevance
@@ -216,7 +213,6 @@ class Pipeline:
             verifier=self.verifier,
             settings=dataclasses.replace(self.settings, **changes),
             vocabulary=self._vocabulary_source,
-            embedder=self.embedder,
         )
         other._vocabulary = self._vocabulary
         return other
@@ -397,9 +393,7 @@ class Pipeline:
         if s.quote_threshold is None or model is None or not pool:
             return None
         try:
-            scored = clock.run(
-                "quote", sentences, question, pool, model, self.vocabulary(), s.gate_rules, self.embedder
-            )
+            scored = clock.run("quote", sentences, question, pool, model, self.vocabulary(), s.gate_rules)
         except ModelError as exc:
             found.notes.append(f"quoting unavailable ({exc}); the answer was generated instead")
             return None

@@ -39,7 +39,6 @@ from rag.check.quotes import (
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.profile import load_profile
-from rag.protocols import Embedder
 from rag.rerank.sentences import SentenceModel, SentenceScorer
 from training.aboutness import DevPart, answering
 from training.calibrate import fit_logistic
@@ -73,14 +72,13 @@ def labelled(
     scorer: SentenceScorer,
     vocabulary: Vocabulary,
     rules: GateRules,
-    embedder: Embedder | None,
 ) -> list[tuple[ClinicianItem, Sentences, np.ndarray]]:
     """Each item's sentences with their features and labels (1: states the key fact, from an
     answering passage)."""
     out = []
     for n, item in enumerate(items, start=1):
         hits = hits_of(item)
-        found = sentences(item.question, hits, scorer, vocabulary, rules, embedder)
+        found = sentences(item.question, hits, scorer, vocabulary, rules)
         y = np.array(
             [
                 int(
@@ -196,9 +194,7 @@ def dev_rows(
     if not isinstance(scorer, SentenceModel):
         raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
     rules = PipelineSettings.from_profile(dev.profile).gate_rules
-    rows = labelled(
-        dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, rules, dev.assembled.embedder
-    )
+    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, rules)
     return dev, hits, rows
 
 

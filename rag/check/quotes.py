@@ -14,8 +14,7 @@ by it, the passage's calibrated relevance, how much of the question's concepts t
 covers (alone, and with its passage's title and section path; corpus abbreviations and idf as
 the aboutness model reads them), whether it gives the kind of answer asked for (a dose states
 an amount) and whether it holds a number when the question asks for one (how much, how long,
-what cut-off), and the cosine of the sentence's embedding to the question's (the index's
-embedder) with the sentence's rank by it. The probability is the model's estimate that the sentence states the
+what cut-off). The probability is the model's estimate that the sentence states the
 question's key fact; the threshold and how many sentences to quote are profile settings
 (``[quote]``), chosen on dev.
 
@@ -46,7 +45,6 @@ from rag.check.plain_text import plain_text
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary, chunk_stems
 from rag.generate.sentences import sentence_spans
-from rag.protocols import Embedder
 from rag.rerank.evidence import heading
 from rag.rerank.sentences import SentenceScorer, headed, narrowed
 
@@ -61,11 +59,7 @@ FEATURES = (
     "number_given",
     "number_missing",
     "log_words",
-    "embedding_cosine",
-    "log_embedding_rank",
 )
-# the last two are read from the index's embedder; without one (a BM25-only index) they take
-# their dev mean, so they weigh nothing
 # a question that asks for a quantity, a time or a threshold
 ASKS_NUMBER = re.compile(
     r"\b(?:how (?:much|many|long|soon|often|high|low|far|fast|quickly|big|large|frequently)"
@@ -102,10 +96,7 @@ class QuoteModel:
     scale: tuple[float, ...]
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        """A feature given as NaN (not computed) takes its dev mean: it weighs nothing."""
-        rows = np.asarray(rows, dtype=np.float64)
-        rows = np.where(np.isnan(rows), np.asarray(self.mean), rows)
-        standard = (rows - self.mean) / self.scale
+        standard = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale
         z = standard @ np.asarray(self.weights) + self.bias
         return np.asarray(0.5 * (1.0 + np.tanh(z / 2.0)))
 
@@ -230,11 +221,9 @@ def sentences(
     scorer: SentenceScorer,
     vocabulary: Vocabulary | None,
     rules: GateRules | None = None,
-    embedder: Embedder | None = None,
 ) -> Sentences:
     """The quotable sentences of ``hits`` and their features, the relevance model scoring them in
-    one batch; with ``rules``, none from a passage :func:`off_scope` names; ``embedder`` (the
-    index's) gives each sentence's cosine to the question and its rank by it."""
+    one batch; with ``rules``, none from a passage :func:`off_scope` names."""
     barred = off_scope(question, hits, vocabulary, rules) if rules is not None else set()
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
     if not units:
@@ -275,25 +264,7 @@ def sentences(
             )
         )
         quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0, leads[i]))
-    features = np.asarray(rows, dtype=np.float64)
-    features = np.column_stack([features, embedding_features(question, quotes, embedder)])
-    return Sentences(tuple(quotes), features)
-
-
-def embedding_features(question: str, quotes: Sequence[Quote], embedder: Embedder | None) -> np.ndarray:
-    """Per quote: the cosine of its text (headings, then the line as shown) to the question's, and
-    log(1 + its rank by that cosine); NaN without an embedder. A bi-encoder reads the sentence as
-    a whole where the relevance model's logit reads it against the question word by word, and on
-    dev the two together rank the answering line first more often (``training/quotes.py``)."""
-    if embedder is None:
-        return np.full((len(quotes), 2), np.nan)
-    texts = [f"{heading(q.hit.chunk)}\n{quote_text(q)}" for q in quotes]
-    vectors = np.asarray(embedder.embed([question, *texts]), dtype=np.float64)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-12
-    cosine = vectors[1:] @ vectors[0]
-    rank = np.empty(len(cosine))
-    rank[np.argsort(-cosine, kind="stable")] = np.arange(len(cosine))
-    return np.column_stack([cosine, np.log1p(rank)])
+    return Sentences(tuple(quotes), np.asarray(rows, dtype=np.float64))
 
 
 def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:

@@ -20,7 +20,6 @@ from rag.check.quotes import (
     quoted_answer,
     sentences,
 )
-from rag.rerank.evidence import heading
 from tests.helpers import make_hit
 
 DOC = (
@@ -45,8 +44,7 @@ def cut_hit(offset: int, score: float = 0.8):
 def test_every_sentence_is_a_quote_with_its_exact_span_and_one_feature_row():
     start = DOC.index("**Spiro")
     found = sentences("What is the top spironolactone dose?", [cut_hit(start)], Keywords("400 mg"), None)
-    assert found.features.shape == (3, len(FEATURES)) and np.isfinite(found.features[:, :-2]).all()
-    assert np.isnan(found.features[:, -2:]).all()  # no embedder: the two embedding features unknown
+    assert found.features.shape == (3, len(FEATURES)) and np.isfinite(found.features).all()
     for q in found.quotes:
         assert DOC[q.hit.chunk.start : q.hit.chunk.end] == q.hit.chunk.text and q.source == 1
     assert [q.hit.chunk.text for q in found.quotes][1:] == [
@@ -55,39 +53,6 @@ def test_every_sentence_is_a_quote_with_its_exact_span_and_one_feature_row():
     ]
     gives = found.features[:, FEATURES.index("number_given")]  # the question asks "what ... dose"
     assert gives.tolist() == [1.0, 1.0, 0.0]
-
-
-class Letters:
-    """An embedder for tests: counts of a few letters, so cosines are easy to check by hand."""
-
-    dim = 3
-
-    def embed(self, texts):
-        return np.array([[t.lower().count(c) + 0.1 for c in "sfr"] for t in texts], dtype=np.float32)
-
-
-def test_the_embedding_features_are_the_cosine_to_the_question_and_the_rank_by_it():
-    question = "What is the top spironolactone dose?"
-    found = sentences(question, [cut_hit(DOC.index("**Spiro"))], Keywords("400"), None, embedder=Letters())
-    texts = [f"{heading(q.hit.chunk)}\n{quote_text(q)}" for q in found.quotes]
-    vectors = Letters().embed([question, *texts]).astype(np.float64)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    cosine = vectors[1:] @ vectors[0]
-    assert np.allclose(found.features[:, FEATURES.index("embedding_cosine")], cosine)
-    ranks = np.expm1(found.features[:, FEATURES.index("log_embedding_rank")]).round().astype(int)
-    assert sorted(ranks) == [0, 1, 2] and cosine[ranks.tolist().index(0)] == cosine.max()
-
-
-def test_a_feature_not_computed_takes_its_dev_mean_so_it_weighs_nothing():
-    n = len(FEATURES)
-    model = QuoteModel((0.5,) * n, 0.1, tuple(float(i) for i in range(n)), (2.0,) * n)
-    known = np.arange(n, dtype=float) + 1.0
-    unknown = known.copy()
-    unknown[-2:] = np.nan
-    at_mean = known.copy()
-    at_mean[-2:] = model.mean[-2:]
-    p = model.probabilities(np.vstack([unknown, at_mean, known]))
-    assert p[0] == p[1] and p[0] < p[2]
 
 
 def test_a_first_sentence_cut_mid_word_is_not_quotable():

@@ -486,29 +486,6 @@ def test_a_confident_quote_answers_with_the_sources_own_sentences_without_genera
     assert [h.chunk for h in answer.evidence] == [doc_hit("af", 1).chunk, doc_hit("cap", 2).chunk]
 
 
-class CountingEmbedder:
-    dim = 2
-
-    def __init__(self) -> None:
-        self.calls: list[int] = []
-
-    def embed(self, texts):
-        self.calls.append(len(texts))
-        return np.array([[1.0, float(len(t) % 7)] for t in texts], dtype=np.float32)
-
-
-def test_the_quote_model_reads_sentences_with_the_pipelines_embedder_kept_by_with_settings():
-    pipe, _, _ = quote_pipeline(0.0)
-    embedder = CountingEmbedder()
-    with_embedder = Pipeline(
-        pipe.retriever, pipe.reranker, pipe.generator, settings=pipe.settings, embedder=embedder
-    )
-    question = "Which score estimates stroke risk in AF?"
-    assert with_embedder.with_settings(stop=("zzz",)).embedder is embedder
-    assert with_embedder.quote(question) is not None
-    assert len(embedder.calls) == 1 and embedder.calls[0] > 1  # the question and every sentence
-
-
 def test_quote_alone_gives_the_quoted_answer_or_none_and_never_generates():
     pipe, gen, _ = quote_pipeline(0.0)
     question = "Which score estimates stroke risk in AF?"
