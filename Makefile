@@ -44,7 +44,7 @@ serve: setup
 lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check medcite core rag corpora indexes evals api tests scripts bench training
-	$(BIN)/mypy medcite core rag corpora indexes evals api training bench
+	$(BIN)/mypy medcite core rag corpora indexes evals api training bench scripts
 
 format: setup
 	$(BIN)/ruff format .

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 PYPI = "https://pypi.org/pypi"
 HERE = Path(__file__).resolve().parent
@@ -37,11 +38,11 @@ class Audit:
     name: str
     version: str
     status: str  # audited | not-audited | unreachable
-    vulnerabilities: list[dict[str, object]] = field(default_factory=list)
+    vulnerabilities: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
 
 
-def fetch(url: str) -> dict[str, object] | None:
+def fetch(url: str) -> dict[str, Any] | None:
     """The JSON at ``url``; None on 404 (the page does not exist)."""
     try:
         with urllib.request.urlopen(url, timeout=30) as response:
@@ -62,7 +63,7 @@ def audit(name: str, version: str) -> Audit:
         return Audit(name, version, "unreachable", note=str(exc))
     if project is None:
         return Audit(name, version, "not-audited", note="not on PyPI")
-    latest = str(project["info"]["version"])  # type: ignore[index]
+    latest = str(project["info"]["version"])
     if latest == version:
         return Audit(name, version, "audited", list(project.get("vulnerabilities") or []))
     return Audit(name, version, "not-audited", note=f"latest is {latest}; no per-version record served")
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     findings = []
     for result in results:
         for vuln in result.vulnerabilities:
-            ids = {str(vuln.get("id"))} | {str(a) for a in vuln.get("aliases") or []}  # type: ignore[union-attr]
+            ids = {str(vuln.get("id"))} | {str(a) for a in vuln.get("aliases") or []}
             if not ids & ignored.keys():
                 findings.append((result, vuln))
     counts = {s: sum(r.status == s for r in results) for s in ("audited", "not-audited", "unreachable")}
