@@ -149,12 +149,17 @@ def _table_header(text: str, start: int, end: int) -> bool:
     return bool(_SEPARATOR_ROW.match(rest))
 
 
+_CONTINUES = frozenset(",.;:)]}%")  # a sentence does not begin with these
+
+
 def _quotable(chunk: Chunk) -> list[tuple[int, int]]:
     """Sentence spans of ``chunk`` that can stand as a quote: not a first one that starts
-    mid-word (chunks overlap, so one may be cut), not a table's header row, and with words."""
+    mid-sentence (chunks overlap, so one may be cut: a lowercase letter or the punctuation that
+    follows a word, ", pantoprazole 40 mg"), not a table's header row, and with words."""
     text = chunk.text
     spans = sentence_spans(text) or [(0, len(text))]
-    if chunk.start > 0 and text[spans[0][0] : spans[0][0] + 1].islower():
+    first = text[spans[0][0] : spans[0][0] + 1]
+    if chunk.start > 0 and (first.islower() or first in _CONTINUES):
         spans = spans[1:]
     return [
         (s, e) for s, e in spans if any(ch.isalpha() for ch in text[s:e]) and not _table_header(text, s, e)

@@ -55,9 +55,23 @@ def test_every_sentence_is_a_quote_with_its_exact_span_and_one_feature_row():
     assert gives.tolist() == [1.0, 1.0, 0.0]
 
 
-def test_a_first_sentence_cut_mid_word_is_not_quotable():
-    middle = DOC.index("olactone:")  # a chunk starting inside "Spironolactone"
-    found = sentences("What dose?", [cut_hit(middle)], Keywords("mg"), None)
+@pytest.mark.parametrize(
+    "cut_at",
+    [
+        "olactone:",  # inside "Spironolactone"
+        ", titrate up",  # after a word: ", titrate up to 400 mg daily." has lost its subject
+    ],
+)
+def test_a_first_sentence_cut_mid_sentence_is_not_quotable(cut_at):
+    found = sentences("What dose?", [cut_hit(DOC.index(cut_at))], Keywords("mg"), None)
+    assert [q.hit.chunk.text for q in found.quotes] == [
+        "Maintain a 100:40 ratio with furosemide.",
+        "Restrict sodium.",
+    ]
+
+
+def test_a_chunk_that_starts_where_a_sentence_starts_keeps_it():
+    found = sentences("What ratio?", [cut_hit(DOC.index("Maintain"))], Keywords("ratio"), None)
     assert [q.hit.chunk.text for q in found.quotes] == [
         "Maintain a 100:40 ratio with furosemide.",
         "Restrict sodium.",
