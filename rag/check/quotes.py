@@ -18,10 +18,10 @@ what cut-off). The probability is the model's estimate that the sentence states 
 question's key fact; the threshold and how many sentences to quote are profile settings
 (``[quote]``), chosen on dev.
 
-A sentence that begins where its chunk was cut mid-word (chunks overlap) is not a quote. A list
-item is shown after the line it hangs from ("Bivalirudin (Class I, LOE: B): Bolus: 0.75 mg/kg
-IV ..."), and a table row under its header's names, so a dose never loses the drug it belongs
-to; the citation spans the item itself, the lead-in is its innermost section.
+A sentence that begins where its chunk was cut mid-word or mid-sentence (chunks overlap) is not
+a quote. A list item is shown after the line it hangs from ("Bivalirudin (Class I, LOE: B):
+Bolus: 0.75 mg/kg IV ..."), and a table row under its header's names, so a dose never loses the
+drug it belongs to; the citation spans the item itself, the lead-in is its innermost section.
 """
 
 from __future__ import annotations
