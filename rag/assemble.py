@@ -40,7 +40,13 @@ def make_generator(config: GeneratorConfig, paths: Paths) -> Generator:
         from rag.generate.models import DEFAULT_GENERATOR, model_path
 
         path = config.model_path or model_path(paths.model_dir, DEFAULT_GENERATOR)
-        return cls(path, n_ctx=config.n_ctx, threads=config.threads, timeout_s=config.timeout_s)  # type: ignore[no-any-return]
+        return cls(  # type: ignore[no-any-return]
+            path,
+            n_ctx=config.n_ctx,
+            threads=config.threads,
+            timeout_s=config.timeout_s,
+            state_dir=paths.cache_dir / "llama-prefix",
+        )
     if not config.base_url:
         raise ConfigError(
             "the openai generator backend needs generator.base_url (e.g. http://127.0.0.1:8080/v1)"

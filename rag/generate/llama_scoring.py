@@ -17,23 +17,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from core.errors import GeneratorError
 from rag.generate.backend import candidate_forms
 
+if TYPE_CHECKING:
+    from rag.generate.prefix_states import PrefixStates
+
 __all__ = ["candidate_logprobs", "last_position_logits", "settle_prefix", "single_token_ids"]
 
 
-def settle_prefix(llm: Any, tokens: Sequence[int], fixed: int) -> int:
+def settle_prefix(llm: Any, tokens: Sequence[int], fixed: int, states: PrefixStates | None = None) -> int:
     """Leave exactly ``tokens[:fixed]`` in the KV cache, evaluated alone from position 0; return
     how many tokens are cached (``fixed``, or less to keep at least one token to evaluate).
 
     The prefix is kept when the cache already starts with it (it was evaluated the same way
-    then), else evaluated afresh; everything after it is dropped. Evaluating the rest from
-    ``fixed`` on is then the same computation whatever the previous prompt was.
+    then), else restored from ``states`` (a session file another process saved of the same
+    evaluation) or evaluated afresh and saved there; everything after it is dropped. Evaluating
+    the rest from ``fixed`` on is then the same computation whatever the previous prompt was.
     """
     fixed = max(0, min(fixed, len(tokens) - 1))
     cached = llm.input_ids[: llm.n_tokens].tolist()
@@ -41,23 +45,28 @@ def settle_prefix(llm: Any, tokens: Sequence[int], fixed: int) -> int:
         llm.n_tokens = fixed  # eval() and generate() drop the KV cache from this position on
         return fixed
     llm.reset()
-    if fixed:
-        try:
-            llm.eval(list(tokens[:fixed]))
-        except (ValueError, RuntimeError) as exc:
-            llm.reset()
-            raise GeneratorError(f"llama.cpp failed to evaluate the prompt: {exc}") from exc
+    if not fixed or (states is not None and states.restore(llm, tokens[:fixed])):
+        return fixed
+    try:
+        llm.eval(list(tokens[:fixed]))
+    except (ValueError, RuntimeError) as exc:
+        llm.reset()
+        raise GeneratorError(f"llama.cpp failed to evaluate the prompt: {exc}") from exc
+    if states is not None:
+        states.save(llm, tokens[:fixed])
     return fixed
 
 
-def last_position_logits(llm: Any, llama_cpp: Any, tokens: Sequence[int], fixed: int = 0) -> np.ndarray:
+def last_position_logits(
+    llm: Any, llama_cpp: Any, tokens: Sequence[int], fixed: int = 0, states: PrefixStates | None = None
+) -> np.ndarray:
     """Logits (float32, full vocabulary) of the token that would follow ``tokens``.
 
     Only ``tokens[:fixed]`` (the prompt's fixed prefix) may come from the KV cache
     (``settle_prefix``); the rest is always evaluated, at least the last token, so the logits
     belong to this prompt and do not depend on the previous one.
     """
-    keep = settle_prefix(llm, tokens, fixed)
+    keep = settle_prefix(llm, tokens, fixed, states)
     try:
         llm.eval(list(tokens[keep:]))
     except (ValueError, RuntimeError) as exc:

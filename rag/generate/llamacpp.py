@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Generator, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from rag.generate.llama_scoring import (
     single_token_ids,
 )
 from rag.generate.model_files import recorded_sha256
+from rag.generate.prefix_states import PrefixStates
 
 __all__ = ["LlamaCppGenerator", "default_threads"]
 
@@ -59,6 +61,7 @@ class LlamaCppGenerator:
         seed: int = 0,
         batch: int = 512,
         timeout_s: float | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.is_file():
@@ -69,6 +72,8 @@ class LlamaCppGenerator:
         self.seed = seed
         self.batch = batch
         self.timeout_s = timeout_s
+        self.state_dir = state_dir
+        self._prefix_states: PrefixStates | None = None
         self._lock = threading.Lock()
         self._llm: Any = None
         self._formatter: Any = None
@@ -159,6 +164,24 @@ class LlamaCppGenerator:
             shared += 1
         return shared
 
+    def _states(self, messages: Sequence[Message]) -> PrefixStates | None:
+        """Where the fixed prefix's evaluated state is kept between processes: only for a prefix
+        of system turns alone, the part every question shares (a judge's passage and question
+        change with each question, and would only fill the disk)."""
+        earlier = messages[:-1]
+        if self.state_dir is None or not earlier or any(m.role != "system" for m in earlier):
+            return None
+        if self._prefix_states is None:
+            identity = {
+                "model_sha256": self.fingerprint()["sha256"],
+                "n_ctx": self.n_ctx,
+                "n_batch": self.batch,
+                "threads": self.threads,
+                "llama_cpp": version("llama-cpp-python"),
+            }
+            self._prefix_states = PrefixStates(self.state_dir, identity)
+        return self._prefix_states
+
     # -- generation ----------------------------------------------------------------------------
 
     def generate(
@@ -173,7 +196,7 @@ class LlamaCppGenerator:
         with self._lock:
             llm = self._model()
             tokens, fixed = self._prompt(llm, messages, room=1)
-            settle_prefix(llm, tokens, fixed)
+            settle_prefix(llm, tokens, fixed, self._states(messages))
             deadline = Deadline(self.timeout_s)
             out = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=False)
         if deadline.expired:
@@ -204,7 +227,7 @@ class LlamaCppGenerator:
         with self._lock:
             llm = self._model()
             tokens, fixed = self._prompt(llm, messages, room=1)
-            settle_prefix(llm, tokens, fixed)
+            settle_prefix(llm, tokens, fixed, self._states(messages))
             deadline = Deadline(self.timeout_s)
             chunks = self._complete(llm, tokens, max_tokens, temperature, stop, deadline, stream=True)
             try:
@@ -267,7 +290,7 @@ class LlamaCppGenerator:
             llm = self._model()
             llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
             tokens, fixed = self._prompt(llm, messages, room=0)
-            logits = last_position_logits(llm, llama_cpp, tokens, fixed)
+            logits = last_position_logits(llm, llama_cpp, tokens, fixed, self._states(messages))
             for c in candidates:
                 if c not in self._single_tokens:
                     self._single_tokens[c] = single_token_ids(llm, c)

@@ -138,3 +138,70 @@ def test_an_answer_does_not_depend_on_the_question_before_it_or_the_process(gene
         [sys.executable, "-c", _DETERMINISM_SCRIPT], capture_output=True, text=True, check=True, timeout=600
     )
     assert json.loads(fresh.stdout.strip().splitlines()[-1]) == first
+
+
+_STATE_SCRIPT = """
+import json, sys
+from pathlib import Path
+from core.paths import Paths
+from rag.generate import prefix_states
+from rag.generate.llamacpp import LlamaCppGenerator
+from rag.generate.models import DEFAULT_GENERATOR, fetch_model
+sys.path.insert(0, "tests/e2e")
+from test_llamacpp import rag_prompt
+restored = []
+original = prefix_states.PrefixStates.restore
+def spy(self, llm, tokens):
+    restored.append(original(self, llm, tokens))
+    return restored[-1]
+prefix_states.PrefixStates.restore = spy
+path = fetch_model(Paths.from_env().model_dir, DEFAULT_GENERATOR, progress=False)
+gen = LlamaCppGenerator(path, n_ctx=2048, state_dir=Path(sys.argv[1]))
+logprobs = gen.next_token_logprobs(rag_prompt("cap"), ["The", "Amoxicillin", "A"])
+text = gen.generate(rag_prompt("cap"), max_tokens=40).text
+print(json.dumps({"restored": restored, "logprobs": logprobs, "text": text}))
+"""
+
+
+def test_the_system_turn_saved_by_one_process_restores_exactly_in_another(generator, tmp_path):
+    """Issue 32: a cold process restores the system turn's evaluated state from disk instead of
+    evaluating it again; the answer's logits and text are those of evaluating it afresh."""
+    import json
+    import subprocess
+    import sys
+
+    def run() -> dict:
+        done = subprocess.run(
+            [sys.executable, "-c", _STATE_SCRIPT, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=600,
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    fresh_logprobs = generator.next_token_logprobs(rag_prompt("cap"), ["The", "Amoxicillin", "A"])
+    fresh_text = generator.generate(rag_prompt("cap"), max_tokens=40).text
+    saving, restoring = run(), run()
+    assert saving["restored"] == [False] and restoring["restored"] == [True]
+    assert len(list(tmp_path.glob("*.session"))) == 1
+    for got in (saving, restoring):
+        assert got["logprobs"] == fresh_logprobs and got["text"] == fresh_text
+
+
+def test_a_damaged_state_file_is_replaced_and_the_prefix_evaluated_again(generator, tmp_path):
+    from rag.generate.llama_scoring import settle_prefix
+    from rag.generate.prefix_states import PrefixStates
+
+    llm = generator._model()
+    tokens, fixed = generator._prompt(llm, rag_prompt("cap"), room=1)
+    states = PrefixStates(tmp_path, {"test": "damaged"})
+    states.path(tokens[:fixed]).write_bytes(b"not a llama.cpp session file")
+    llm.reset()
+    assert not states.restore(llm, tokens[:fixed])
+    assert not states.path(tokens[:fixed]).exists()  # deleted, not trusted again
+    assert settle_prefix(llm, tokens, fixed, states) == fixed  # evaluated afresh and saved
+    assert states.path(tokens[:fixed]).stat().st_size > 1_000_000
+    llm.reset()
+    assert states.restore(llm, tokens[:fixed]) and llm.n_tokens == fixed
+    assert list(llm.input_ids[:fixed]) == tokens[:fixed]

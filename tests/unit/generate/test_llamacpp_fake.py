@@ -275,3 +275,30 @@ def test_a_chats_earlier_turns_are_reused_and_split_by_the_prompt_alone(fake_lla
     assert [len(t) for t in llm.evaluated[:2]] == [prefix, len("user>162 mg<assistant>")]
     assert len(llm.evaluated[2]) == last  # only the new sentence's turn
     assert len(llm.evaluated[3]) == len("<system>Judge.<user>Heparin.<assistant>Read.<")  # afresh
+
+
+def test_only_a_system_turn_prefix_is_saved_for_other_processes(fake_llama, gguf, tmp_path, monkeypatch):
+    """Issue 32: the system turn every question shares is restored from disk in a new process;
+    a prefix holding a question's own turns (a judge's passage) is never written there."""
+    from rag.generate.prefix_states import PrefixStates
+
+    calls: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        PrefixStates, "restore", lambda self, llm, tokens: calls.append(("restore", len(tokens)))
+    )
+    monkeypatch.setattr(PrefixStates, "save", lambda self, llm, tokens: calls.append(("save", len(tokens))))
+    gen = LlamaCppGenerator(gguf, threads=1, state_dir=tmp_path)
+    system = Message("system", "Answer.")
+    gen.next_token_logprobs([system, Message("user", "Which vitamin?")], ["A"])
+    gen.generate([system, Message("user", "Which mineral?")], max_tokens=4)  # the prefix is cached
+    turn = len("<system>Answer.<")
+    assert calls == [("restore", turn), ("save", turn)]
+    judge = [
+        system,
+        Message("user", "Aspirin 162 mg."),
+        Message("assistant", "Read."),
+        Message("user", "162?"),
+    ]
+    gen.next_token_logprobs(judge, ["Yes"])
+    assert calls == [("restore", turn), ("save", turn)]
+    assert LlamaCppGenerator(gguf, threads=1)._states([system, ASK[0]]) is None  # no folder: none
