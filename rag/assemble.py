@@ -19,7 +19,6 @@ from rag.pipeline import Pipeline, PipelineSettings
 from rag.profile import GeneratorConfig, Profile, RerankConfig
 from rag.protocols import Generator, Reranker
 from rag.rerank.evidence import check_evidence_limits
-from rag.rerank.sentences import SentenceScorer
 
 
 @dataclass
@@ -84,24 +83,6 @@ def check_sentence_budget(config: RerankConfig) -> None:
         )
 
 
-def make_quote_reader(threshold: float | None) -> SentenceScorer | None:
-    """The quote reader when the profile quotes (``[quote] threshold`` set), checked to be the
-    one the shipped quote model was fitted on."""
-    if threshold is None:
-        return None
-    from rag.check.quotes import QUOTE_MODEL, QuoteModel
-    from rag.rerank.quote_reader import QuoteReader
-
-    reader = QuoteReader()
-    fitted, held = QuoteModel.shipped().reader_adapter_sha256, reader.manifest["adapter_sha256"]
-    if fitted != held:
-        raise ConfigError(
-            f"the quote model {QUOTE_MODEL} was fitted on another quote reader ({fitted}) than "
-            f"{reader.folder} holds ({held}); restore both from git or retrain with `medcite train quotes`"
-        )
-    return reader
-
-
 def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = None) -> Assembled:
     """Load the profile's index, embedder, generator, reranker and verifier into a Pipeline."""
     from rag.check.verify import SupportVerifier
@@ -148,13 +129,7 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         return corpus_vocabulary(paths, index)
 
     pipeline = Pipeline(
-        retriever,
-        reranker,
-        generator,
-        verifier=verifier,
-        settings=settings,
-        vocabulary=vocabulary,
-        quoter=make_quote_reader(profile.quote.threshold),
+        retriever, reranker, generator, verifier=verifier, settings=settings, vocabulary=vocabulary
     )
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 

@@ -35,7 +35,7 @@ from rag.profile import Profile
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
 from rag.rerank.injection import set_aside_instructions
-from rag.rerank.sentences import SentenceModel, SentenceScorer, select_sentences
+from rag.rerank.sentences import SentenceModel, select_sentences
 from rag.retrieve.query import clean_query
 
 _PROFILE = Profile()  # the profile model's defaults: the one home of every setting below
@@ -170,13 +170,10 @@ class Pipeline:
         verifier: SupportChecker | None = None,
         settings: PipelineSettings | None = None,
         vocabulary: Callable[[], Vocabulary] | None = None,
-        quoter: SentenceScorer | None = None,
     ) -> None:
         """``vocabulary``: the corpus's document frequencies and abbreviations, which the
         aboutness judgement weighs a question's concepts by; called on the first question (it
-        may read the whole corpus once). None: every concept weighs the same, no abbreviation.
-        ``quoter``: what scores the lines a quote may be (``rag/rerank/quote_reader.py``, whose
-        logits the quote model was fitted on); needed when ``quote_threshold`` is set."""
+        may read the whole corpus once). None: every concept weighs the same, no abbreviation."""
         self.retriever = retriever
         self.reranker = reranker
         self.generator = generator
@@ -184,12 +181,7 @@ class Pipeline:
         with_rules = getattr(verifier, "with_rules", None)  # the verifier's share of the gate's checks
         self.verifier = with_rules(self.settings.gate_rules) if with_rules is not None else verifier
         self._sentences = _sentence_model(reranker, "sentence_budget", self.settings.sentence_budget)
-        if self.settings.quote_threshold is not None and quoter is None:
-            raise ConfigError(
-                f"quote.threshold={self.settings.quote_threshold} needs the quote reader that scores "
-                "lines (rag/rerank/quote_reader.py; rag.assemble passes it); leave quote.threshold unset"
-            )
-        self._quoter = quoter if self.settings.quote_threshold is not None else None
+        self._quoter = _sentence_model(reranker, "quote.threshold", self.settings.quote_threshold)
         judge = self.settings.quote_judge
         self._quote_judge = QuoteJudge(generator, judge[1], judge[0]) if judge is not None else None
         self._vocabulary_source = vocabulary
@@ -221,7 +213,6 @@ class Pipeline:
             verifier=self.verifier,
             settings=dataclasses.replace(self.settings, **changes),
             vocabulary=self._vocabulary_source,
-            quoter=self._quoter,
         )
         other._vocabulary = self._vocabulary
         return other
@@ -395,7 +386,7 @@ class Pipeline:
     def quoted(self, question: str, found: Evidence, clock: Clock | None = None) -> Answer | None:
         """The answer as the kept passages' own sentences, when the quote model is confident that
         the best of them answers (``quote_threshold``); None sends the question on to generation.
-        A failing quote reader sends it on too, noted, and so does a quote holding one of the
+        A failing relevance model sends it on too, noted, and so does a quote holding one of the
         client's ``stop`` sequences (a generated answer ends before it)."""
         s, model, clock = self.settings, self._quoter, clock or Clock()
         pool = quote_pool(found, s.quote_pool)

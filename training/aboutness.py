@@ -63,19 +63,11 @@ class DevPart:
         items = load_clinician(part="dev")
         candidates = scored_candidates(items, profile_name, paths)
         profile = load_profile(profile_name)
-        assembled = assemble(unquoted(profile), paths)
+        assembled = assemble(profile, paths)
         return cls(items, candidates, profile, assembled, corpus_vocabulary(paths, assembled.index))
 
     def chunk_of(self, chunk_id: str) -> Chunk:
         return self.assembled.index.chunks.by_id(chunk_id)  # type: ignore[no-any-return]
-
-
-def unquoted(profile: Any) -> Any:
-    """``profile`` with quoting off: what is trained here reads the evidence and the gate, and the
-    quote reader it would load may be the one being retrained."""
-    from rag.profile import QuoteConfig
-
-    return profile.model_copy(update={"quote": QuoteConfig()})
 
 
 def evidence_cache(paths: Paths) -> Path:
@@ -93,7 +85,7 @@ def scored_candidates(items: Sequence[ClinicianItem], profile_name: str, paths: 
     todo = [it for it in items if it.question not in cache]
     if todo:
         profile = load_profile(profile_name)
-        assembled = assemble(unquoted(profile), paths)
+        assembled = assemble(profile, paths)
         open_ended = assembled.pipeline.with_settings(threshold=None, keep=profile.rerank.candidates)
         start = time.perf_counter()
         for n, item in enumerate(todo, start=1):

@@ -168,11 +168,10 @@ def train(
     labels: Sequence[int],
     config: FitConfig,
     folder: Path,
-    validate: Callable[[RelevanceModel], float] | None,
+    validate: Callable[[RelevanceModel], float],
     max_steps: int | None = None,
 ) -> dict[str, Any]:
-    """Train ``model``'s top layers; ``validate(model) -> float`` scores an epoch (higher is better;
-    None: no validation, the last epoch is kept).
+    """Train ``model``'s top layers; ``validate(model) -> float`` scores an epoch (higher is better).
 
     Returns the progress record: per-epoch loss and validation score, the best epoch, time.
     The best epoch's trainable tensors are left loaded in ``model``. ``max_steps`` stops this
@@ -322,19 +321,18 @@ def _train_step(run: _Run, rows: list[int]) -> float:
 
 
 def _end_epoch(
-    run: _Run, epoch: int, running: list[float], validate: Callable[[RelevanceModel], float] | None
+    run: _Run, epoch: int, running: list[float], validate: Callable[[RelevanceModel], float]
 ) -> None:
     """Validate the finished epoch, keep it when it is the best so far, checkpoint."""
     state, model = run.state, run.model
     model.eval()
-    score = float(validate(model)) if validate is not None else None
+    score = float(validate(model))
     model.train()
     state["epochs"].append(
         {"epoch": epoch + 1, "loss": float(np.mean(running)) if running else None, "validation_ndcg10": score}
     )
-    better = score if score is not None else float(epoch + 1)  # no validation: the last epoch
-    if state["best_score"] is None or better > state["best_score"]:
-        state["best_score"], state["best_epoch"] = better, epoch + 1
+    if state["best_score"] is None or score > state["best_score"]:
+        state["best_score"], state["best_epoch"] = score, epoch + 1
         _save_trained(model, run.best_path)
     _save_checkpoint(run)
 

@@ -31,7 +31,7 @@ from rag.assemble import make_generator
 from rag.check.quote_judge import QuoteJudge, prompt_id
 from rag.check.quotes import best_quotes
 from rag.profile import load_profile
-from training.quotes import choose, cross_validated_models, outcomes, read_dev
+from training.quotes import choose, cross_validated_models, dev_rows, outcomes
 
 LOWEST = 0.15
 FLOORS = tuple(round(f, 2) for f in np.arange(LOWEST, 0.451, 0.05))
@@ -43,8 +43,7 @@ def judged_rows(profile_name: str) -> tuple[list[dict[str, Any]], dict[str, Any]
     """One row per dev question: kind, the quote model's best probability (cross-validated), what
     quoting would score, and the judge's P(yes) where the best reaches ``LOWEST``."""
     paths = Paths.from_env()
-    reader = paths.cache_dir / "quote-reader" / "for-the-judge"  # the shipped one is not replaced
-    dev, hits, rows = read_dev(profile_name, load_profile(profile_name).quote.pool(), reader)
+    dev, hits, rows = dev_rows(profile_name, load_profile(profile_name).quote.pool())
     count = dev.profile.quote.sentences
     judge = QuoteJudge(make_generator(dev.profile.generator, paths), threshold=0.5, floor=LOWEST)
     cache_path = paths.cache_dir / f"quote-judge-dev-{prompt_id()}.json"  # one file per prompt wording

@@ -15,7 +15,6 @@ scores the model did not fit; the test part is never read here.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 from collections.abc import Callable, Sequence
@@ -40,10 +39,9 @@ from rag.check.quotes import (
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.profile import load_profile
-from rag.rerank.sentences import SentenceScorer
+from rag.rerank.sentences import SentenceModel, SentenceScorer
 from training.aboutness import DevPart, answering
 from training.calibrate import fit_logistic
-from training.quote_reader import ReaderPairs, train_reader
 
 FOLDS = 5
 THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
@@ -122,19 +120,14 @@ def outcomes(item: ClinicianItem, quotes: Sequence[Quote], hits: Sequence[Hit], 
     return "correct" if key_fact_given(item, texts) and sources else "wrong"
 
 
-def folds(rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]]) -> list[set[str]]:
-    """The ``FOLDS`` sets of guideline folders (every dev question's group) cross-validation
-    holds out in turn; the quote reader's out-of-fold logits use the same."""
-    groups = sorted({item.group for item, _, _ in rows})
-    return [set(groups[fold::FOLDS]) for fold in range(FOLDS)]
-
-
 def cross_validated_models(
     rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]],
 ) -> dict[str, tuple[ClinicianItem, Sentences, QuoteModel]]:
     """Per question id: the item, its sentences and the model fitted without its folder's fold."""
+    groups = sorted({item.group for item, _, _ in rows})
     chosen: dict[str, tuple[ClinicianItem, Sentences, QuoteModel]] = {}
-    for held in folds(rows):
+    for fold in range(FOLDS):
+        held = set(groups[fold::FOLDS])
         model = fit([r for r in rows if r[0].group not in held])
         for item, found, _ in rows:
             if item.group in held:
@@ -184,28 +177,11 @@ def choose(curve: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return max(safe, key=worth)
 
 
-class AskedLines:
-    """A sentence scorer that scores nothing (every logit 0) and keeps what it was asked: each
-    question's lines exactly as the quote path scores them (headings, lead-ins). The reader is
-    trained on them, and its logits then take the place of these zeros (:func:`with_reader`)."""
-
-    def __init__(self) -> None:
-        self.asked: list[tuple[str, list[str]]] = []
-
-    def logits(self, question: str, texts: Sequence[str]) -> np.ndarray:
-        self.asked.append((question, list(texts)))
-        return np.zeros(len(texts))
-
-
-Rows = list[tuple[ClinicianItem, Sentences, np.ndarray]]
-
-
 def dev_rows(
     profile_name: str, pool: tuple[float, int] | None
-) -> tuple[DevPart, dict[str, list[Hit]], Rows, list[tuple[str, list[str]]]]:
+) -> tuple[DevPart, dict[str, list[Hit]], list[tuple[ClinicianItem, Sentences, np.ndarray]]]:
     """The dev part, each question's quote pool (by id: the kept passages, or ``pool`` = (floor,
-    n) as ``rag.pipeline.quote_pool`` reads it), its labelled sentences (reader features still
-    0) and the lines as scored, one entry per question with any."""
+    n) as ``rag.pipeline.quote_pool`` reads it) and its labelled sentences."""
     from rag.pipeline import PipelineSettings
 
     dev = DevPart.load(profile_name, Paths.from_env())
@@ -214,45 +190,12 @@ def dev_rows(
         it.qid: kept_hits(it, dev.candidates, dev.chunk_of, threshold, keep, by_relevance=pool is not None)
         for it in dev.items
     }
-    lines = AskedLines()
+    scorer = dev.assembled.pipeline.reranker
+    if not isinstance(scorer, SentenceModel):
+        raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
     rules = PipelineSettings.from_profile(dev.profile).gate_rules
-    rows = labelled(dev.items, lambda item: hits[item.qid], lines, dev.vocabulary, rules)
-    return dev, hits, rows, lines.asked
-
-
-def reader_pairs(rows: Rows, asked: Sequence[tuple[str, list[str]]]) -> tuple[ReaderPairs, list[int]]:
-    """The reader's training pairs, in row order, and the question (row) each line belongs to."""
-    with_lines = [(r, row) for r, row in enumerate(rows) if len(row[1].quotes)]
-    if len(with_lines) != len(asked):
-        raise RuntimeError(f"{len(asked)} questions scored for {len(with_lines)} with lines")
-    questions, texts, labels, groups, owner = [], [], [], [], []
-    for (r, (item, _, y)), (question, lines) in zip(with_lines, asked, strict=True):
-        if question != item.question or len(lines) != len(y):
-            raise RuntimeError(f"the lines scored for {item.qid} are not its quotes")
-        questions += [question] * len(lines)
-        texts += lines
-        labels += y.tolist()
-        groups += [item.group] * len(lines)
-        owner += [r] * len(lines)
-    return ReaderPairs(questions, texts, np.asarray(labels, dtype=np.int64), groups), owner
-
-
-def with_reader(rows: Rows, logits: np.ndarray) -> Rows:
-    """``rows`` with the first two features (``reader_logit``, ``log_rank``) from ``logits``
-    (one per line, in row order), as ``rag.check.quotes.sentences`` computes them from the reader."""
-    out, at = [], 0
-    for item, found, y in rows:
-        n = len(found.quotes)
-        if n:
-            values = logits[at : at + n]
-            rank = np.empty(n)
-            rank[np.argsort(-values, kind="stable")] = np.arange(n)
-            features = found.features.copy()
-            features[:, 0], features[:, 1] = values, np.log1p(rank)
-            found = dataclasses.replace(found, features=features)
-        at += n
-        out.append((item, found, y))
-    return out
+    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, rules)
+    return dev, hits, rows
 
 
 POOL_HELP = "quote from the N most relevant candidates from FLOOR up (default: the profile's [quote] pool)"
@@ -270,58 +213,28 @@ def pool_manifest(pool: tuple[float, int] | None, profile: Any) -> dict[str, Any
     return {"pool": {"floor": pool[0], "keep": pool[1]}}
 
 
-DATA = {"data_sha256": file_sha256(), "frozen_sha256": FROZEN_SHA256, "part": "dev"}
-
-
-def read_dev(
-    profile_name: str, pool: tuple[float, int] | None, reader: Path
-) -> tuple[DevPart, dict[str, list[Hit]], Rows]:
-    """:func:`dev_rows` with the quote reader trained (written to ``reader``) and its
-    out-of-fold logits as each line's first two features."""
-    dev, hits, rows, asked = dev_rows(profile_name, pool)
-    pairs, owner = reader_pairs(rows, asked)
-    oof = train_reader(pairs, owner, folds(rows), reader, Paths.from_env().cache_dir / "quote-reader", DATA)
-    return dev, hits, with_reader(rows, oof)
-
-
-def reader_folder(out: Path, reader_out: Path | None) -> Path:
-    """Where the reader goes: ``reader_out``; else the shipped folder for the shipped quote
-    model, or ``<out's stem>-reader/`` beside another ``out`` (a trial never replaces it)."""
-    from rag.rerank.quote_reader import SHIPPED_QUOTE_READER
-
-    if reader_out is not None:
-        return reader_out
-    return (
-        SHIPPED_QUOTE_READER
-        if out.resolve() == QUOTE_MODEL.resolve()
-        else out.with_name(f"{out.stem}-reader")
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=QUOTE_MODEL)
-    parser.add_argument("--reader-out", type=Path, default=None, help="the quote reader's folder")
     parser.add_argument("--pool", type=pool_setting, default=None, metavar="FLOOR,N", help=POOL_HELP)
     args = parser.parse_args()
     pool = args.pool or load_profile(args.profile).quote.pool()
-    reader = reader_folder(args.out, args.reader_out)
-    dev, hits, rows = read_dev(args.profile, pool, reader)
+    dev, hits, rows = dev_rows(args.profile, pool)
     model = fit(rows)
     curve = cross_validated_curve(rows, hits)
     out = {
         **model.to_json(),
-        "reader_adapter_sha256": json.loads((reader / "manifest.json").read_text())["adapter_sha256"],
         "manifest": {
             "data": "evals/datasets/clinician_questions.jsonl, dev part only",
-            **DATA,
+            "data_sha256": file_sha256(),
+            "frozen_sha256": FROZEN_SHA256,
             "sentences": int(sum(len(lab) for _, _, lab in rows)),
             "positives": int(sum(int(lab.sum()) for _, _, lab in rows)),
             **pool_manifest(pool, dev.profile),
             "chosen": choose(curve),
             "dev_curve_cross_validated_by_folder": curve,
-            "command": "medcite train quotes" + (f" --pool {pool[0]},{pool[1]}" if pool else ""),
+            "command": "python -m training.quotes" + (f" --pool {pool[0]},{pool[1]}" if pool else ""),
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -281,8 +281,8 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
     from indexes.dense.embedder import MiniLmEmbedder
-    from rag.check.support_model import MANIFEST_FILE
-    from rag.rerank.trained import ADAPTER_FILE, SHIPPED_MODEL, read_manifest
+    from rag.check.support_model import ADAPTER_FILE, MANIFEST_FILE
+    from rag.rerank.trained import SHIPPED_MODEL, read_manifest
 
     started = time.perf_counter()
     stats = PairStats()

@@ -51,7 +51,6 @@ def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
     from indexes.dense.embedder import MiniLmEmbedder
     from rag.check.support_model import TrainedSupport
     from rag.generate.models import DEFAULT_GENERATOR, fetch_model
-    from rag.rerank.quote_reader import QuoteReader
     from rag.rerank.trained import TrainedReranker
 
     path = fetch_model(paths.model_dir, DEFAULT_GENERATOR)
@@ -62,7 +61,6 @@ def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
         ("embedder", MiniLmEmbedder()),
         ("relevance", TrainedReranker()),
         ("support", TrainedSupport()),
-        ("quote reader", QuoteReader()),
     ):
         print(f"{name} model for ONNX Runtime: {model.prepare()}")
     return 0

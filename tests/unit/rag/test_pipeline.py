@@ -467,9 +467,7 @@ def quote_pipeline(
         threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2, quote_judge=judge
     )
     return (
-        Pipeline(
-            DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings, quoter=reranker
-        ),
+        Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings),
         gen,
         reranker,
     )
@@ -530,12 +528,7 @@ def test_a_quote_pool_reaches_passages_under_the_evidence_threshold(pool, cited)
         threshold=0.5, keep=3, quote_threshold=0.0, quote_sentences=3, quote_pool=pool
     )
     pipe = Pipeline(
-        DocRetriever(),
-        reranker,
-        FakeGenerator("x"),
-        verifier=ScriptedVerifier(),
-        settings=settings,
-        quoter=reranker,
+        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), settings=settings
     )
     answer = pipe.answer("Which score estimates stroke risk in AF?")
     assert {c.doc_id for c in answer.citations} <= cited and answer.citations
@@ -559,12 +552,6 @@ def test_a_failing_quote_scorer_generates_instead_and_says_so():
     assert any("quoting unavailable" in n and "overlay gone" in n for n in answer.notes)
 
 
-def test_quoting_without_a_quote_reader_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"quote\.threshold=0\.5 needs the quote reader"):
+def test_quoting_without_a_sentence_scoring_reranker_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"quote\.threshold=0\.5 needs a reranker that scores sentences"):
         pipeline(FakeGenerator("x"), quote_threshold=0.5)
-
-
-def test_a_pipeline_with_other_settings_keeps_its_quote_reader():
-    pipe, gen, reranker = quote_pipeline(0.0)
-    answer = pipe.with_settings(max_tokens=50).answer("Which score estimates stroke risk in AF?")
-    assert answer.citations and gen.calls == [] and reranker.logit_calls
