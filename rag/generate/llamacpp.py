@@ -1,9 +1,11 @@
 """The local generator: a GGUF model run in-process by llama.cpp (``llama-cpp-python``).
 
 One model instance is shared by every caller, and llama.cpp is not thread-safe: every call into
-it holds one lock (a stream holds it until it is exhausted or closed). The thread count is a
-setting because on a shared 2-core machine two busy threads collapse generation speed while one
-keeps it (see the architecture notes); prompt processing is what dominates RAG latency.
+it holds one lock (a stream holds it until it is exhausted or closed). The thread count is the
+profile's ``[generator] threads`` when set, else chosen at each call from the CPUs nothing else
+is using (:func:`free_cpus`): on a shared 2-core machine two threads beside busy work collapse
+generation speed while one keeps it, and on a quiet one two are 1.5x faster; prompt processing
+is what dominates RAG latency.
 """
 
 from __future__ import annotations
@@ -29,21 +31,54 @@ from rag.generate.llama_scoring import (
 from rag.generate.model_files import recorded_sha256
 from rag.generate.prefix_states import PrefixStates
 
-__all__ = ["LlamaCppGenerator", "default_threads"]
+__all__ = ["LlamaCppGenerator", "default_threads", "free_cpus"]
 
 FIXED_PREFIXES = 16  # the earlier-turn token lists kept (``_fixed_prefix``): system turns, judge passages
+FREE_CPUS_EVERY_S = 10.0  # how long a thread count chosen by the load (``free_cpus``) stands
 
 
 def default_threads() -> int:
-    """Half the CPUs this process may run on (affinity-aware), at least one.
-
-    Half approximates the physical cores (llama.cpp gains nothing from SMT siblings) and leaves
-    room for the embedder and other work: measured on 2 shared cores, 2 threads fell to 10 prompt
-    and 1 generated tokens/s while 1 thread kept 21 and 4. Re-measured 2026-11-27 (a whole cold
-    answer, the default profile's comment): 2 threads are 35% faster on a quiet machine, as fast
-    beside one busy process, and ran past the timeout beside work on both cores, so one stays.
-    """
+    """Half the CPUs this process may run on (affinity-aware), at least one: the thread count a
+    model loads with, and the choice where :func:`free_cpus` cannot read the CPUs' load."""
     return max(1, len(os.sched_getaffinity(0)) // 2)
+
+
+def free_cpus(window_s: float = 0.2) -> int:
+    """How many of this process's CPUs nothing else is using now, at least one: each one's idle
+    share over ``window_s`` (``/proc/stat``), summed and rounded; :func:`default_threads` where
+    that cannot be read.
+
+    Measured on this 2-core machine (a whole cold answer, 2026-11-27): 2 threads took 0.65x the
+    time of 1 on a quiet machine, as long beside one busy process, and ran past the timeout beside
+    work on both cores. llama.cpp's results do not depend on the thread count (the same logits to
+    the bit, ``tests/e2e/test_llamacpp.py``), so the count can follow the load, call by call.
+    """
+    cpus = sorted(os.sched_getaffinity(0))
+    try:
+        before = _cpu_times(cpus)
+        time.sleep(window_s)
+        after = _cpu_times(cpus)
+    except (OSError, ValueError):
+        return default_threads()
+    idle = 0.0
+    for cpu in cpus:
+        (idle0, total0), (idle1, total1) = before[cpu], after[cpu]
+        idle += (idle1 - idle0) / (total1 - total0) if total1 > total0 else 1.0
+    return max(1, min(len(cpus), int(idle + 0.5)))
+
+
+def _cpu_times(cpus: Sequence[int]) -> dict[int, tuple[int, int]]:
+    """(idle + iowait, total) jiffies of each CPU in ``cpus``, from ``/proc/stat``."""
+    wanted, out = {f"cpu{c}": c for c in cpus}, {}
+    with open("/proc/stat", encoding="ascii") as stat:
+        for line in stat:
+            name, *fields = line.split()
+            if name in wanted:
+                ticks = [int(f) for f in fields[:8]]
+                out[wanted[name]] = (ticks[3] + ticks[4], sum(ticks))
+    if len(out) != len(cpus):
+        raise ValueError("/proc/stat lists other CPUs than this process may run on")
+    return out
 
 
 class LlamaCppGenerator:
@@ -68,12 +103,13 @@ class LlamaCppGenerator:
             raise ModelError(f"no generator model at {self.model_path}; run `medcite models fetch`")
         self.name = f"llama.cpp:{self.model_path.stem}"
         self.n_ctx = n_ctx
-        self.threads = threads or default_threads()
+        self.threads = threads  # None: chosen by the load at each call (``_use_threads``)
         self.seed = seed
         self.batch = batch
         self.timeout_s = timeout_s
         self.state_dir = state_dir
         self._prefix_states: PrefixStates | None = None
+        self._threads_now: tuple[int, float] | None = None  # (count set in llama.cpp, when chosen)
         self._lock = threading.Lock()
         self._llm: Any = None
         self._formatter: Any = None
@@ -101,8 +137,8 @@ class LlamaCppGenerator:
                 model_path=str(self.model_path),
                 n_ctx=self.n_ctx,
                 n_batch=self.batch,
-                n_threads=self.threads,
-                n_threads_batch=self.threads,
+                n_threads=self.threads or default_threads(),
+                n_threads_batch=self.threads or default_threads(),
                 seed=self.seed,
                 verbose=False,
             )
@@ -164,6 +200,20 @@ class LlamaCppGenerator:
             shared += 1
         return shared
 
+    def _use_threads(self, llm: Any) -> None:
+        """Set llama.cpp's thread count for this call (the lock is held): the profile's, else the
+        CPUs free now, chosen again after ``FREE_CPUS_EVERY_S``. Results do not depend on it."""
+        now = time.monotonic()
+        if self._threads_now is not None and (
+            self.threads is not None or now - self._threads_now[1] < FREE_CPUS_EVERY_S
+        ):
+            return
+        count = self.threads or free_cpus()
+        if self._threads_now is None or self._threads_now[0] != count:
+            llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
+            llama_cpp.llama_set_n_threads(llm.ctx, count, count)
+        self._threads_now = (count, now)
+
     def _states(self, messages: Sequence[Message]) -> PrefixStates | None:
         """Where the fixed prefix's evaluated state is kept between processes: only for a prefix
         of system turns alone, the part every question shares (a judge's passage and question
@@ -176,7 +226,6 @@ class LlamaCppGenerator:
                 "model_sha256": self.fingerprint()["sha256"],
                 "n_ctx": self.n_ctx,
                 "n_batch": self.batch,
-                "threads": self.threads,
                 "llama_cpp": version("llama-cpp-python"),
             }
             self._prefix_states = PrefixStates(self.state_dir, identity)
@@ -195,6 +244,7 @@ class LlamaCppGenerator:
         start = time.perf_counter()
         with self._lock:
             llm = self._model()
+            self._use_threads(llm)
             tokens, fixed = self._prompt(llm, messages, room=1)
             settle_prefix(llm, tokens, fixed, self._states(messages))
             deadline = Deadline(self.timeout_s)
@@ -226,6 +276,7 @@ class LlamaCppGenerator:
         completion_tokens = 0
         with self._lock:
             llm = self._model()
+            self._use_threads(llm)
             tokens, fixed = self._prompt(llm, messages, room=1)
             settle_prefix(llm, tokens, fixed, self._states(messages))
             deadline = Deadline(self.timeout_s)
@@ -288,6 +339,7 @@ class LlamaCppGenerator:
         """
         with self._lock:
             llm = self._model()
+            self._use_threads(llm)
             llama_cpp: Any = require("llama_cpp", package="llama-cpp-python", extra="llm")
             tokens, fixed = self._prompt(llm, messages, room=0)
             logits = last_position_logits(llm, llama_cpp, tokens, fixed, self._states(messages))

@@ -10,8 +10,9 @@ state, no pickle), and a later process restores it in milliseconds.
 Restoring is exact: the file holds the bytes the evaluation produced, so the logits that follow
 are those of evaluating the prefix afresh (``tests/e2e/test_llamacpp.py`` compares them to the
 bit across processes). A file is keyed by everything that could change those bytes (the model's
-sha256, context and batch size, thread count, llama-cpp-python's version, the tokens), written
-atomically, and one that fails to load or holds other tokens is deleted and evaluated again.
+sha256, context and batch size, llama-cpp-python's version, the tokens; not the thread count,
+which changes no result), written atomically, and one that fails to load or holds other tokens
+is deleted and evaluated again.
 """
 
 from __future__ import annotations

@@ -205,3 +205,18 @@ def test_a_damaged_state_file_is_replaced_and_the_prefix_evaluated_again(generat
     llm.reset()
     assert states.restore(llm, tokens[:fixed]) and llm.n_tokens == fixed
     assert list(llm.input_ids[:fixed]) == tokens[:fixed]
+
+
+def test_the_thread_count_changes_no_logit(generator):
+    """Issue 32: the thread count follows the load (``free_cpus``), so it must not change a
+    result: the same prompt's next-token distribution with 1 and 2 threads, to the bit."""
+    chosen = generator.threads
+    try:
+        runs = []
+        for threads in (1, 2, 1):
+            generator.threads, generator._threads_now = threads, None
+            generator._model().reset()  # nothing reused: the whole prompt evaluated at this count
+            runs.append(generator.next_token_logprobs(rag_prompt("af"), ["The", "CHA", "A"]))
+        assert runs[0] == runs[1] == runs[2]
+    finally:
+        generator.threads, generator._threads_now = chosen, None

@@ -111,7 +111,9 @@ def fake_llama(monkeypatch):
         StoppingCriteriaList=_stopping_list,
         llama_chat_format=types.SimpleNamespace(Jinja2ChatFormatter=FakeFormatter),
         llama_get_logits_ith=_logits_ith,
+        llama_set_n_threads=lambda ctx, n, n_batch: THREADS_SET.append((n, n_batch)),
     )
+    THREADS_SET.clear()
     monkeypatch.setitem(sys.modules, "llama_cpp", module)
     FakeLlama.instances = []
     FakeLlama.logits = np.zeros(N_VOCAB, dtype=np.float32)
@@ -126,6 +128,7 @@ def gguf(tmp_path) -> Path:
 
 
 ASK = [Message("user", "Which vitamin?")]
+THREADS_SET: list[tuple[int, int]] = []
 
 
 def test_logprobs_are_a_log_softmax_and_combine_both_spellings(fake_llama, gguf):
@@ -302,3 +305,46 @@ def test_only_a_system_turn_prefix_is_saved_for_other_processes(fake_llama, gguf
     gen.next_token_logprobs(judge, ["Yes"])
     assert calls == [("restore", turn), ("save", turn)]
     assert LlamaCppGenerator(gguf, threads=1)._states([system, ASK[0]]) is None  # no folder: none
+
+
+def test_unset_threads_follow_the_free_cpus_and_a_set_count_stands(fake_llama, gguf, monkeypatch):
+    """Issue 32: two threads where nothing else runs, one beside other work; chosen again only
+    after FREE_CPUS_EVERY_S, and never when the profile sets a count."""
+    free = iter([2, 1])
+    monkeypatch.setattr(llamacpp, "free_cpus", lambda: next(free))
+    clock = iter([0.0, 1.0, llamacpp.FREE_CPUS_EVERY_S + 1])
+    monkeypatch.setattr(llamacpp.time, "monotonic", lambda: next(clock))
+    gen = LlamaCppGenerator(gguf)
+    for _ in range(3):
+        gen.next_token_logprobs(ASK, ["A"])
+    assert THREADS_SET == [(2, 2), (1, 1)]
+    THREADS_SET.clear()
+    monkeypatch.setattr(llamacpp.time, "monotonic", lambda: 0.0)
+    fixed = LlamaCppGenerator(gguf, threads=3)
+    fixed.next_token_logprobs(ASK, ["A"])
+    fixed.generate(ASK, max_tokens=4)
+    assert THREADS_SET == [(3, 3)]  # next(free) would raise StopIteration: never asked
+
+
+@pytest.mark.parametrize(
+    "idle_ticks, expected",
+    [((98, 99), 2), ((100, 0), 1), ((50, 40), 1), ((80, 80), 2), ((0, 3), 1)],
+)
+def test_free_cpus_sums_each_cpus_idle_share(monkeypatch, idle_ticks, expected):
+    monkeypatch.setattr(llamacpp.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(llamacpp.time, "sleep", lambda s: None)
+    samples = iter([{0: (0, 0), 1: (0, 0)}, {0: (idle_ticks[0], 100), 1: (idle_ticks[1], 100)}])
+    monkeypatch.setattr(llamacpp, "_cpu_times", lambda cpus: next(samples))
+    assert llamacpp.free_cpus() == expected
+
+
+def test_free_cpus_falls_back_to_half_when_the_load_cannot_be_read(monkeypatch):
+    real = llamacpp._cpu_times
+    assert set(real([0])) == {0} and real([0])[0][1] > 0  # this machine's /proc/stat reads
+    monkeypatch.setattr(llamacpp.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+
+    def unreadable(cpus):
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(llamacpp, "_cpu_times", unreadable)
+    assert llamacpp.free_cpus() == 2
