@@ -67,6 +67,10 @@ def free_cpus(window_s: float = 0.2) -> int:
     return max(1, min(len(cpus), int(idle + 0.5)))
 
 
+def _now() -> float:
+    return time.monotonic()
+
+
 def _cpu_times(cpus: Sequence[int]) -> dict[int, tuple[int, int]]:
     """(idle + iowait, total) jiffies of each CPU in ``cpus``, from ``/proc/stat``."""
     wanted, out = {f"cpu{c}": c for c in cpus}, {}
@@ -203,7 +207,7 @@ class LlamaCppGenerator:
     def _use_threads(self, llm: Any) -> None:
         """Set llama.cpp's thread count for this call (the lock is held): the profile's, else the
         CPUs free now, chosen again after ``FREE_CPUS_EVERY_S``. Results do not depend on it."""
-        now = time.monotonic()
+        now = _now()
         if self._threads_now is not None and (
             self.threads is not None or now - self._threads_now[1] < FREE_CPUS_EVERY_S
         ):

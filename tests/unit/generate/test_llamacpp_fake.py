@@ -313,13 +313,13 @@ def test_unset_threads_follow_the_free_cpus_and_a_set_count_stands(fake_llama, g
     free = iter([2, 1])
     monkeypatch.setattr(llamacpp, "free_cpus", lambda: next(free))
     clock = iter([0.0, 1.0, llamacpp.FREE_CPUS_EVERY_S + 1])
-    monkeypatch.setattr(llamacpp.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(llamacpp, "_now", lambda: next(clock))
     gen = LlamaCppGenerator(gguf)
     for _ in range(3):
         gen.next_token_logprobs(ASK, ["A"])
     assert THREADS_SET == [(2, 2), (1, 1)]
     THREADS_SET.clear()
-    monkeypatch.setattr(llamacpp.time, "monotonic", lambda: 0.0)
+    monkeypatch.setattr(llamacpp, "_now", lambda: 0.0)
     fixed = LlamaCppGenerator(gguf, threads=3)
     fixed.next_token_logprobs(ASK, ["A"])
     fixed.generate(ASK, max_tokens=4)
@@ -332,10 +332,9 @@ def test_unset_threads_follow_the_free_cpus_and_a_set_count_stands(fake_llama, g
 )
 def test_free_cpus_sums_each_cpus_idle_share(monkeypatch, idle_ticks, expected):
     monkeypatch.setattr(llamacpp.os, "sched_getaffinity", lambda pid: {0, 1})
-    monkeypatch.setattr(llamacpp.time, "sleep", lambda s: None)
     samples = iter([{0: (0, 0), 1: (0, 0)}, {0: (idle_ticks[0], 100), 1: (idle_ticks[1], 100)}])
     monkeypatch.setattr(llamacpp, "_cpu_times", lambda cpus: next(samples))
-    assert llamacpp.free_cpus() == expected
+    assert llamacpp.free_cpus(window_s=0.0) == expected
 
 
 def test_free_cpus_falls_back_to_half_when_the_load_cannot_be_read(monkeypatch):
@@ -347,4 +346,4 @@ def test_free_cpus_falls_back_to_half_when_the_load_cannot_be_read(monkeypatch):
         raise OSError("no /proc here")
 
     monkeypatch.setattr(llamacpp, "_cpu_times", unreadable)
-    assert llamacpp.free_cpus() == 2
+    assert llamacpp.free_cpus(window_s=0.0) == 2
