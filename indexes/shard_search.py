@@ -3,6 +3,11 @@
 ``ShardedBm25`` is a :class:`indexes.bm25.LexicalIndex` and ``ShardedDense`` has the interface of
 :class:`indexes.dense.index.DenseIndex`, so the retrievers in ``rag/retrieve`` use them unchanged. The
 format is described in :mod:`indexes.shards`.
+
+Shards are searched in parallel by a thread pool per index object (:mod:`indexes.shard_pool`;
+``search_threads``: None = one thread per usable CPU, at most one per shard; 1 = one shard after
+another). The merge is the same either way: each shard's top ``k`` in shard order, then
+:func:`merge_top_k`. ``close()`` stops the threads.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import numpy as np
 from core.errors import IndexCorruptError
 from indexes.bm25 import Bm25Params, top_k
 from indexes.dense.index import DenseIndex, DenseParams
+from indexes.shard_pool import ShardPool, one_faiss_thread, pool_size
 from indexes.shards import (
     BM25_SHARD_ARRAYS,
     BM25_SHARD_FILE,
@@ -99,17 +105,29 @@ class ShardedBm25:
     backend: ClassVar[str] = "bm25s"
 
     def __init__(
-        self, stats: Bm25Stats, params: Bm25Params, ranges: list[tuple[int, int]], shards: list[_Bm25Shard]
+        self,
+        stats: Bm25Stats,
+        params: Bm25Params,
+        ranges: list[tuple[int, int]],
+        shards: list[_Bm25Shard],
+        search_threads: int | None = None,
     ) -> None:
         self.stats = stats
         self.params = params
         self.ranges = ranges
         self.shards = shards
         self._nonoccurrence = nonoccurrence_array(stats, params)
+        self.pool = ShardPool(pool_size(len(shards), search_threads))
 
     @classmethod
     def load(
-        cls, folder: Path, params: Bm25Params, ranges: Sequence[Sequence[int]], *, mmap: bool = True
+        cls,
+        folder: Path,
+        params: Bm25Params,
+        ranges: Sequence[Sequence[int]],
+        *,
+        mmap: bool = True,
+        search_threads: int | None = None,
     ) -> ShardedBm25:
         """Open ``<index>/bm25`` whose shards hold ``ranges`` (from the manifest)."""
         check_method(params)
@@ -128,7 +146,7 @@ class ShardedBm25:
             {t: i for i, t in enumerate(tokens)}, df, int(meta["n_docs"]), int(meta["total_tokens"])
         )
         shards = [_Bm25Shard.load(folder / shard_dir(s), b - a, mmap=mmap) for s, (a, b) in enumerate(ranges)]
-        return cls(stats, params, ranges, shards)
+        return cls(stats, params, ranges, shards, search_threads)
 
     @property
     def vocabulary_size(self) -> int:
@@ -141,14 +159,16 @@ class ShardedBm25:
         if not ids or k <= 0:
             return _EMPTY
         extra = self._nonoccurrence[ids].sum() if self._nonoccurrence is not None else None
-        parts = []
-        for (start, end), shard in zip(self.ranges, self.shards, strict=True):
-            scores = shard.scores(ids)
+
+        def shard_top_k(s: int) -> tuple[np.ndarray, np.ndarray]:
+            start, end = self.ranges[s]
+            scores = self.shards[s].scores(ids)
             if extra is not None:
                 scores += extra
             rows, found = top_k(scores, k, allowed[start:end] if allowed is not None else None)
-            parts.append((rows + start, found))
-        return merge_top_k(parts, k)
+            return rows + start, found
+
+        return merge_top_k(self.pool.map(shard_top_k, len(self.shards)), k)
 
     def save(self, folder: Path) -> None:
         for s, shard in enumerate(self.shards):
@@ -159,17 +179,30 @@ class ShardedBm25:
         for shard in self.shards:
             shard.detach()
 
+    def close(self) -> None:
+        """Stop the search threads; the index still answers, one shard after another."""
+        self.pool.close()
+
 
 class ShardedDense:
-    """FAISS shards (flat or hnsw) searched one by one and merged; flat is exact like one index."""
+    """FAISS shards (flat or hnsw) searched in parallel and merged; flat is exact like one index."""
 
-    def __init__(self, shards: list[DenseIndex], ranges: list[tuple[int, int]], params: DenseParams) -> None:
+    def __init__(
+        self,
+        shards: list[DenseIndex],
+        ranges: list[tuple[int, int]],
+        params: DenseParams,
+        search_threads: int | None = None,
+    ) -> None:
         self.shards = shards
         self.ranges = ranges
         self.params = params
+        self.pool = ShardPool(pool_size(len(shards), search_threads), initializer=one_faiss_thread)
 
     @classmethod
-    def load(cls, folder: Path, ranges: Sequence[Sequence[int]]) -> ShardedDense:
+    def load(
+        cls, folder: Path, ranges: Sequence[Sequence[int]], *, search_threads: int | None = None
+    ) -> ShardedDense:
         recorded = _json(folder / DENSE_SHARDS_FILE).get("ranges")
         checked = check_ranges(ranges, int(ranges[-1][1]) if ranges else 0)
         if recorded != [list(r) for r in checked]:
@@ -182,7 +215,7 @@ class ShardedDense:
                 raise IndexCorruptError(
                     f"{folder}: a dense shard holds {shard.size} vectors for {b - a} rows; rebuild"
                 )
-        return cls(shards, checked, shards[0].params)
+        return cls(shards, checked, shards[0].params, search_threads)
 
     @property
     def size(self) -> int:
@@ -205,13 +238,21 @@ class ShardedDense:
         self, query: np.ndarray, k: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Rows and cosine scores of the ``k`` nearest chunks over every shard, best first."""
-        parts = []
-        for shard, (start, end) in zip(self.shards, self.ranges, strict=True):
-            rows, scores = shard.search(query, k, allowed[start:end] if allowed is not None else None)
-            parts.append((rows + start, scores))
-        return merge_top_k(parts, max(k, 0))
+
+        def shard_top_k(s: int) -> tuple[np.ndarray, np.ndarray]:
+            start, end = self.ranges[s]
+            rows, scores = self.shards[s].search(
+                query, k, allowed[start:end] if allowed is not None else None
+            )
+            return rows + start, scores
+
+        return merge_top_k(self.pool.map(shard_top_k, len(self.shards)), max(k, 0))
 
     def save(self, folder: Path) -> None:
         for s, shard in enumerate(self.shards):
             shard.save(folder / shard_dir(s))
         write_dense_globals(folder, self.params, self.ranges)
+
+    def close(self) -> None:
+        """Stop the search threads; the index still answers, one shard after another."""
+        self.pool.close()

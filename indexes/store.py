@@ -86,6 +86,10 @@ class LoadedIndex:
         self.chunks.detach()
 
     def close(self) -> None:
+        """Close the chunk store and stop the shard search threads of a sharded index."""
+        for part in (self.lexical, self.dense):
+            if isinstance(part, ShardedBm25 | ShardedDense):
+                part.close()
         self.chunks.close()
 
 
@@ -96,11 +100,14 @@ def load_index(
     lexical_backend: str | None = None,
     checksums: bool = True,
     mmap: bool = True,
+    search_threads: int | None = None,
 ) -> LoadedIndex:
     """Load and verify an index folder.
 
     ``embedder_fingerprint`` is the query-time embedder's; a different one is refused.
     ``lexical_backend`` overrides the saved BM25 backend (``rank-bm25`` rebuilds from chunks).
+    ``search_threads``: threads that search a sharded index's shards at once (None: one per
+    usable CPU, at most one per shard; 1: one shard after another); unsharded indexes ignore it.
     """
     link, folder = folder, folder.resolve()  # every file from one version, even if a rebuild swaps the link
     manifest = read_manifest(folder)
@@ -109,7 +116,9 @@ def load_index(
     check_compatible(manifest, "tokenizer", text.tokenizer_config())
     chunks = ChunkStore(folder)
     try:
-        lexical, dense = _load_parts(folder, manifest, chunks, embedder_fingerprint, lexical_backend, mmap)
+        lexical, dense = _load_parts(
+            folder, manifest, chunks, embedder_fingerprint, lexical_backend, mmap, search_threads
+        )
     except BaseException:
         chunks.close()
         raise
@@ -125,6 +134,7 @@ def _load_parts(
     embedder_fingerprint: dict[str, Any] | None,
     lexical_backend: str | None,
     mmap: bool,
+    search_threads: int | None = None,
 ) -> tuple[LexicalIndex, DenseIndex | ShardedDense | None]:
     if len(chunks) != manifest["counts"]["chunks"]:
         raise IndexCorruptError(f"{folder}: chunk count differs from the manifest; rebuild")
@@ -137,7 +147,9 @@ def _load_parts(
         if saved_backend != "bm25s":
             raise ConfigError(f"{folder} holds a {saved_backend} index; rebuild with --lexical bm25s")
         if ranges is not None:
-            lexical = ShardedBm25.load(folder / BM25_DIR, params, ranges, mmap=mmap)
+            lexical = ShardedBm25.load(
+                folder / BM25_DIR, params, ranges, mmap=mmap, search_threads=search_threads
+            )
         else:
             lexical = Bm25sIndex.load(folder / BM25_DIR, params, mmap=mmap)
     elif backend == "rank-bm25":
@@ -150,17 +162,19 @@ def _load_parts(
     if manifest.get("embedder") is not None:
         if embedder_fingerprint is not None:
             check_compatible(manifest, "embedder", embedder_fingerprint)
-        dense = load_dense(folder, manifest)
+        dense = load_dense(folder, manifest, search_threads=search_threads)
         if dense.size != len(chunks):
             raise IndexMismatchError(f"{folder}: {dense.size} vectors for {len(chunks)} chunks; rebuild")
     return lexical, dense
 
 
-def load_dense(folder: Path, manifest: dict[str, Any]) -> DenseIndex | ShardedDense:
+def load_dense(
+    folder: Path, manifest: dict[str, Any], *, search_threads: int | None = None
+) -> DenseIndex | ShardedDense:
     """The vectors of index ``folder``: one FAISS index, or its shards searched as one."""
     ranges = _shard_ranges(manifest, manifest["counts"]["chunks"])
     if ranges is not None and (folder / DENSE_DIR / DENSE_SHARDS_FILE).is_file():
-        return ShardedDense.load(folder / DENSE_DIR, ranges)
+        return ShardedDense.load(folder / DENSE_DIR, ranges, search_threads=search_threads)
     return DenseIndex.load(folder / DENSE_DIR)  # unsharded, or one merged index built from shards (ivfpq)
 
 

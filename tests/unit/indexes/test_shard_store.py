@@ -159,3 +159,17 @@ def test_a_saved_sharded_bm25_loads_back_with_the_same_answers(tmp_path, sharded
             assert want[1].tolist() == got[1].tolist()
     finally:
         index.close()
+
+
+def test_closing_the_index_stops_its_shard_search_threads(dense_pair):
+    index = load_index(
+        dense_pair[1].indexes_dir / "default",
+        embedder_fingerprint=HashEmbedder().fingerprint(),
+        search_threads=2,
+    )
+    lexical, dense = index.lexical, index.dense
+    assert isinstance(lexical, ShardedBm25) and isinstance(dense, ShardedDense)
+    make_retriever(index, HashEmbedder(), "hybrid").retrieve(QUERIES[0], 5)
+    assert lexical.pool.size == dense.pool.size == 2 and lexical.pool.running and dense.pool.running
+    index.close()
+    assert not lexical.pool.running and not dense.pool.running
