@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import platform
 import resource
@@ -29,6 +30,7 @@ from core import __version__
 from core.errors import ConfigError, EmptyCorpusError, IndexStoreError
 from core.types import Chunk, Document
 from corpora import build_writers as writers
+from corpora import stream
 from corpora.chunking import ChunkerConfig, TokenSpans
 from corpora.engine import BuildEngine, LocalEngine
 from corpora.sources.base import Source
@@ -50,8 +52,11 @@ class BuildConfig:
     dense: DenseParams | None = field(default_factory=DenseParams)  # None: BM25 only
     limit: int | None = None  # at most this many documents per source (samples, tests)
     shards: int = 1  # 1: one BM25 and one dense index (the unsharded layout); N: indexes/shards.py
+    batch_chunks: int = stream.BATCH_CHUNKS  # a sharded build streams this many chunks at a time
 
     def __post_init__(self) -> None:
+        if self.batch_chunks < 1:
+            raise ConfigError(f"batch_chunks must be at least 1, got {self.batch_chunks}")
         if self.shards < 1:
             raise ConfigError(f"shards must be at least 1, got {self.shards}")
         if self.shards > 1 and self.lexical_backend != "bm25s":
@@ -154,7 +159,7 @@ class _Stages:
         self.label, self.where = label, where
         t0 = time.perf_counter()
         yield
-        self.seconds[key] = time.perf_counter() - t0
+        self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - t0
         self.peak_mb[key] = _peak_rss_mb()
 
 
@@ -186,21 +191,14 @@ def build_index(
         stages = _Stages("writing chunks", work)  # named in the error if the disk fills up
         started = time.perf_counter()
         try:
-            chunks, passages, counts = _write_chunks_and_bm25(
-                sources, config, work, spans, stages, progress, engine
+            write = _write_streamed if config.shards > 1 else _write_in_memory
+            fingerprint, rows, counts = write(
+                sources, config, work, _Inputs(spans, embedder, cache_dir, engine), stages, progress
             )
-            reused = 0
-            stages.seconds["embed"] = stages.seconds["faiss"] = 0.0
-            if config.dense is not None and embedder is not None:
-                with stages.timed("embed", "embedding (writing the vector cache)", cache_dir):
-                    vectors, reused = engine.embed(embedder, passages, cache_dir, progress=progress)
-                with stages.timed("faiss", "writing the FAISS index", work):
-                    writers.write_dense(engine, work / DENSE_DIR, vectors, config.dense, config.shards)
             stages.seconds["total"] = time.perf_counter() - started
-            counts["embeddings_from_cache"] = reused
             stages.label, stages.where = "writing the manifest", work
-            fields = _manifest_fields(sources, config, chunks, counts, tokenizer_name, embedder, stages)
-            manifest = write_manifest(work, _with_engine(fields, engine, config.shards, len(chunks)))
+            fields = _manifest_fields(sources, config, fingerprint, counts, tokenizer_name, embedder, stages)
+            manifest = write_manifest(work, _with_engine(fields, engine, config.shards, rows))
             final = indexes_dir / f"{config.name}.{stamp}"
             work.rename(final)
         except BaseException as exc:
@@ -217,31 +215,93 @@ def build_index(
         return BuildReport(folder=final, manifest=manifest)
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    """What a build reads with besides its sources: the chunker's spans, the embedder and its
+    cache, and the engine that runs the heavy steps."""
+
+    spans: TokenSpans
+    embedder: MiniLmEmbedder | None
+    cache_dir: Path
+    engine: BuildEngine
+
+
+def _write_in_memory(
+    sources: list[Source], config: BuildConfig, work: Path, inputs: _Inputs, stages: _Stages, progress: bool
+) -> tuple[str, int, dict[str, Any]]:
+    """The unsharded build: every chunk, passage and vector in memory, written as one BM25 and one
+    dense index. Returns the corpus fingerprint, the row count and the counts."""
+    engine = inputs.engine
+    chunks, passages, counts = _write_chunks_and_bm25(sources, config, work, inputs, stages, progress)
+    counts["embeddings_from_cache"] = 0
+    stages.seconds["embed"] = stages.seconds["faiss"] = 0.0
+    if config.dense is not None and inputs.embedder is not None:
+        with stages.timed("embed", "embedding (writing the vector cache)", inputs.cache_dir):
+            vectors, reused = engine.embed(inputs.embedder, passages, inputs.cache_dir, progress=progress)
+        with stages.timed("faiss", "writing the FAISS index", work):
+            writers.write_dense(engine, work / DENSE_DIR, vectors, config.dense)
+        counts["embeddings_from_cache"] = reused
+    return corpus_fingerprint(chunks), len(chunks), counts
+
+
+def _write_streamed(
+    sources: list[Source], config: BuildConfig, work: Path, inputs: _Inputs, stages: _Stages, progress: bool
+) -> tuple[str, int, dict[str, Any]]:
+    """The sharded build, a batch of chunks at a time (corpora/stream.py): the corpus is never in
+    memory; the shards are written from the spool by the engine's tasks."""
+    engine, embedder = inputs.engine, inputs.embedder
+    counts: dict[str, Any] = {"per_source": {}}
+    embed = None
+    if config.dense is not None and embedder is not None:
+        embed = functools.partial(engine.embed, embedder, cache_dir=inputs.cache_dir, progress=False)
+    stages.seconds.update(chunk=0.0, embed=0.0)
+    streamed = stream.spool_rows(
+        _chunks(sources, inputs.spans, config, counts, progress, engine),
+        work,
+        embed=embed,
+        dim=embedder.dim if embedder is not None else 0,
+        timer=stages,
+        batch=config.batch_chunks,
+        progress=progress,
+    )
+    _check_not_empty(streamed.rows, sources)
+    with stages.timed("bm25", "writing the BM25 index", work):
+        ranges = writers.bm25_from_spool(
+            engine, work / BM25_DIR, streamed.spool, streamed.stats, config.bm25, config.shards
+        )
+    stages.seconds["faiss"] = 0.0
+    if embed is not None and config.dense is not None:
+        with stages.timed("faiss", "writing the FAISS index", work):
+            writers.dense_from_spool(engine, work / DENSE_DIR, streamed.spool, config.dense, ranges)
+    shutil.rmtree(streamed.spool.folder)
+    counts["documents"] = sum(p["documents"] for p in counts["per_source"].values())
+    counts["chunks"] = streamed.rows
+    counts["embeddings_from_cache"] = streamed.reused
+    return streamed.fingerprint, streamed.rows, counts
+
+
+def _check_not_empty(rows: int, sources: list[Source]) -> None:
+    if rows == 0:
+        names = ", ".join(s.name for s in sources)
+        raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
+
+
 def _write_chunks_and_bm25(
-    sources: list[Source],
-    config: BuildConfig,
-    work: Path,
-    spans: TokenSpans,
-    stages: _Stages,
-    progress: bool,
-    engine: BuildEngine,
+    sources: list[Source], config: BuildConfig, work: Path, inputs: _Inputs, stages: _Stages, progress: bool
 ) -> tuple[list[Chunk], list[str], dict[str, Any]]:
     """Chunks to ``chunks.jsonl`` and the BM25 index over them; returns the chunks, the texts that
     were indexed (title, section and body) and counts."""
     counts: dict[str, Any] = {"per_source": {}}
+    chunks_in = _chunks(sources, inputs.spans, config, counts, progress, inputs.engine)
     with stages.timed("chunk", "writing chunks", work):
-        n_chunks = write_chunks(work, _chunks(sources, spans, config, counts, progress, engine))
-    if n_chunks == 0:
-        names = ", ".join(s.name for s in sources)
-        raise EmptyCorpusError(f"the sources ({names}) produced no chunk with text; nothing to index")
+        n_chunks = write_chunks(work, chunks_in)
+    _check_not_empty(n_chunks, sources)
     store = ChunkStore(work)
     chunks = list(store)
     store.close()
     passages = [text.indexed_text(c.title, c.section, c.text) for c in chunks]
     with stages.timed("bm25", "writing the BM25 index", work):
-        writers.write_bm25(
-            engine, work / BM25_DIR, passages, config.lexical_backend, config.bm25, config.shards
-        )
+        writers.write_bm25(inputs.engine, work / BM25_DIR, passages, config.lexical_backend, config.bm25)
     counts["documents"] = sum(p["documents"] for p in counts["per_source"].values())
     counts["chunks"] = n_chunks
     return chunks, passages, counts
@@ -250,7 +310,7 @@ def _write_chunks_and_bm25(
 def _manifest_fields(
     sources: list[Source],
     config: BuildConfig,
-    chunks: list[Chunk],
+    fingerprint: str,
     counts: dict[str, Any],
     tokenizer_name: str,
     embedder: MiniLmEmbedder | None,
@@ -263,7 +323,7 @@ def _manifest_fields(
         "medcite_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sources": [s.describe() for s in sources],
-        "corpus_fingerprint": corpus_fingerprint(chunks),
+        "corpus_fingerprint": fingerprint,
         "chunker": {**asdict(config.chunker), "tokenizer": tokenizer_name, "limit": config.limit},
         "tokenizer": text.tokenizer_config(),
         "lexical": {"backend": config.lexical_backend, **asdict(config.bm25)},

@@ -1,11 +1,12 @@
-"""The BM25 and dense index files of a build, unsharded or in shards, written through an engine.
+"""The BM25 and dense index files of a build, written through an engine.
 
 Each writer is a plain module-level function of picklable arguments, so an engine can run it in
 this process or as a Ray task on another node (which then writes to the build's folder on shared
-storage). Shards and their global files follow ``indexes/shards.py``; with one shard the folders
-are exactly today's unsharded ``bm25/`` and ``dense/``.
+storage). An unsharded build writes ``bm25/`` and ``dense/`` from arrays in memory
+(``write_bm25``, ``write_dense``); a sharded one writes each shard from the streamed build's
+spool (``bm25_from_spool``, ``dense_from_spool``; ``corpora/stream.py``), in the layout of
+``indexes/shards.py``: each task reads only its own rows.
 """
-
 from __future__ import annotations
 
 import shutil
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from corpora.engine import BuildEngine
+from corpora.spool import Spool
 from indexes import text
 from indexes.bm25 import Bm25Params, Bm25sIndex, RankBm25Index
 from indexes.dense.index import DenseIndex, DenseParams
@@ -25,58 +27,15 @@ if TYPE_CHECKING:
 
 
 def write_bm25(
-    engine: BuildEngine, folder: Path, passages: list[str], backend: str, params: Bm25Params, shards: int
+    engine: BuildEngine, folder: Path, passages: list[str], backend: str, params: Bm25Params
 ) -> None:
-    """``folder`` = ``<index>/bm25``: one index, or ``shards`` indexes scored with global statistics."""
-    if shards == 1:
-        engine.map(_bm25_whole, [(folder, passages, backend, params)])
-        return
-    from indexes.shards import check_method, merge_bm25_stats, shard_dir, shard_ranges, write_bm25_globals
-
-    check_method(params)
-    ranges = shard_ranges(len(passages), shards)
-    stats = merge_bm25_stats(engine.map(_bm25_stats_of, [(passages[a:b],) for a, b in ranges]))
-    calls = [(folder / shard_dir(s), passages[a:b], stats, params) for s, (a, b) in enumerate(ranges)]
-    engine.map(_bm25_shard, calls)
-    write_bm25_globals(folder, stats, params, ranges)
+    """``folder`` = ``<index>/bm25``: one index over every passage (the unsharded layout)."""
+    engine.map(_bm25_whole, [(folder, passages, backend, params)])
 
 
-def write_dense(
-    engine: BuildEngine, folder: Path, vectors: np.ndarray, params: DenseParams, shards: int
-) -> None:
-    """``folder`` = ``<index>/dense``: one FAISS index, or one per shard of rows (flat, hnsw), or
-    for ivfpq one index merged from shards added in parallel to one trained quantiser."""
-    if shards == 1:
-        engine.map(_dense_whole, [(folder, vectors, params)])
-        return
-    from indexes.shards import shard_dir, shard_ranges, write_dense_globals, write_dense_shard
-
-    ranges = shard_ranges(len(vectors), shards)
-    if params.kind == "ivfpq":
-        _ivfpq_from_shards(engine, folder, vectors, params, ranges)
-        return
-    calls = [(folder / shard_dir(s), vectors[a:b], params) for s, (a, b) in enumerate(ranges)]
-    engine.map(write_dense_shard, calls)
-    write_dense_globals(folder, params, ranges)
-
-
-def _ivfpq_from_shards(
-    engine: BuildEngine, folder: Path, vectors: np.ndarray, params: DenseParams, ranges: list[tuple[int, int]]
-) -> None:
-    """Train once on a seeded sample, add each shard's rows to a copy (tasks), merge on disk."""
-    from indexes.dense import ivf
-    from indexes.shards import shard_dir
-
-    parts = folder.parent / ".ivfpq-parts"  # inside the build's folder; removed once merged
-    trained = parts / "trained.faiss"
-    engine.map(ivf.train_ivfpq, [(ivf.training_sample(vectors, params), params, trained)])
-    files = [parts / f"{shard_dir(s)}.faiss" for s in range(len(ranges))]
-    engine.map(
-        ivf.add_ivfpq_shard, [(trained, vectors[a:b], a, f) for f, (a, b) in zip(files, ranges, strict=True)]
-    )
-    np.save(parts / "vectors.npy", np.asarray(vectors, dtype=params.rescore_dtype), allow_pickle=False)
-    ivf.merge_ivfpq(trained, files, folder, parts / "vectors.npy")
-    shutil.rmtree(parts)
+def write_dense(engine: BuildEngine, folder: Path, vectors: np.ndarray, params: DenseParams) -> None:
+    """``folder`` = ``<index>/dense``: one FAISS index over every vector (the unsharded layout)."""
+    engine.map(_dense_whole, [(folder, vectors, params)])
 
 
 def _tokens(passages: Sequence[str]) -> list[list[str]]:
@@ -104,17 +63,95 @@ def _first_seen_ids(tokens: list[list[str]]) -> tuple[list[list[int]], dict[str,
     return ids, vocab
 
 
-def _bm25_stats_of(passages: list[str]) -> Bm25Stats:
-    from indexes.shards import bm25_stats
-
-    return bm25_stats(_tokens(passages))
-
-
-def _bm25_shard(folder: Path, passages: list[str], stats: Bm25Stats, params: Bm25Params) -> None:
-    from indexes.shards import write_bm25_shard
-
-    write_bm25_shard(folder, _tokens(passages), stats, params)
-
-
 def _dense_whole(folder: Path, vectors: np.ndarray, params: DenseParams) -> None:
     DenseIndex.build(vectors, params).save(folder)
+
+
+# --- A streamed build's shards, read from its spool (corpora/spool.py). Each task reads only
+# --- its own rows from the build's folder, so no process holds the corpus.
+
+
+def bm25_from_spool(
+    engine: BuildEngine, folder: Path, spool: Spool, stats: Bm25Stats, params: Bm25Params, shards: int
+) -> list[tuple[int, int]]:
+    """``folder`` = ``<index>/bm25`` from the spool in ``shards`` row ranges: the global files here
+    (from ``stats``, counted as the rows were spooled), each shard's matrix by a task."""
+    from indexes.shards import check_method, shard_ranges, write_bm25_globals
+
+    check_method(params)
+    ranges = shard_ranges(spool.rows, shards)
+    write_bm25_globals(folder, stats, params, ranges)
+    engine.map(bm25_shard_from_spool, [(folder, s, spool, params) for s in range(len(ranges))])
+    return ranges
+
+
+def dense_from_spool(
+    engine: BuildEngine, folder: Path, spool: Spool, params: DenseParams, ranges: list[tuple[int, int]]
+) -> None:
+    """``folder`` = ``<index>/dense`` from the spool: a FAISS file per shard (flat, hnsw), or one
+    ivfpq index merged from shards added in parallel, as ``write_dense`` writes them."""
+    from indexes.shards import shard_dir, write_dense_globals
+
+    if params.kind == "ivfpq":
+        _ivfpq_from_spool(engine, folder, spool, params, ranges)
+        return
+    calls = [(folder / shard_dir(s), spool, a, b, params) for s, (a, b) in enumerate(ranges)]
+    engine.map(dense_shard_from_spool, calls)
+    write_dense_globals(folder, params, ranges)
+
+
+def bm25_shard_from_spool(bm25_dir: Path, shard: int, spool: Spool, params: Bm25Params) -> None:
+    """Shard ``shard``'s score matrix, with the global statistics already in ``bm25_dir``."""
+    import json
+
+    from indexes.shards import Bm25Stats, save_bm25_shard, score_matrix_of_ids, shard_dir
+
+    meta = json.loads((bm25_dir / "sharded.json").read_text())
+    start, end = meta["ranges"][shard]
+    df = np.load(bm25_dir / "df.npy", allow_pickle=False)
+    stats = Bm25Stats({}, df, int(meta["n_docs"]), int(meta["total_tokens"]))
+    flat, lengths = spool.tokens(start, end)
+    matrix = score_matrix_of_ids(flat, lengths, stats, params)
+    save_bm25_shard(bm25_dir / shard_dir(shard), matrix, end - start)
+
+
+def dense_shard_from_spool(folder: Path, spool: Spool, start: int, end: int, params: DenseParams) -> None:
+    from indexes.shards import write_dense_shard
+
+    write_dense_shard(folder, spool.vectors(start, end), params)
+
+
+def _ivfpq_from_spool(
+    engine: BuildEngine, folder: Path, spool: Spool, params: DenseParams, ranges: list[tuple[int, int]]
+) -> None:
+    """As ``_ivfpq_from_shards`` (the same sample, rows and files), each step a task over the spool."""
+    from indexes.shards import shard_dir
+
+    parts = folder.parent / ".ivfpq-parts"
+    trained = parts / "trained.faiss"
+    engine.map(_train_from_spool, [(spool, params, trained)])
+    files = [parts / f"{shard_dir(s)}.faiss" for s in range(len(ranges))]
+    engine.map(_add_from_spool, [(trained, spool, a, b, f) for f, (a, b) in zip(files, ranges, strict=True)])
+    engine.map(_merge_from_spool, [(trained, files, folder, spool, params.rescore_dtype)])
+    shutil.rmtree(parts)
+
+
+def _train_from_spool(spool: Spool, params: DenseParams, trained: Path) -> None:
+    from indexes.dense import ivf
+
+    sample = spool.sample(ivf.training_rows(spool.rows, params))
+    ivf.train_ivfpq(sample, params, trained)
+
+
+def _add_from_spool(trained: Path, spool: Spool, start: int, end: int, out: Path) -> None:
+    from indexes.dense import ivf
+
+    ivf.add_ivfpq_shard(trained, spool.vectors(start, end), start, out)
+
+
+def _merge_from_spool(trained: Path, files: list[Path], folder: Path, spool: Spool, dtype: str) -> None:
+    from indexes.dense import ivf
+
+    vectors = trained.parent / "vectors.npy"
+    spool.write_npy(vectors, dtype)
+    ivf.merge_ivfpq(trained, files, folder, vectors)

@@ -3,8 +3,10 @@
 The build in ``corpora/build.py`` stays the one build; this engine runs its heavy steps on a Ray
 cluster (or a local Ray instance when no address is given):
 
-- **chunk**: the driver reads the source documents (sources are local iterators) and Ray tasks
-  chunk them (``map_batches``); chunks come back in corpus order (``preserve_order``).
+- **chunk**: the driver reads the source documents (sources are local iterators), a few thousand
+  at a time, and Ray tasks chunk them (``map_batches``); chunks come back in corpus order
+  (``preserve_order``). A sharded build (``corpora/stream.py``) consumes them a batch at a time,
+  so the driver holds neither the documents nor the chunks of the corpus.
 - **embed**: only the texts missing from the driver's embedding cache go to a pool of embedder
   actors (``map_batches`` with ``ActorPoolStrategy(size=workers)``, a fractional ``num_cpus`` so
   Ray Data's own tasks are never starved); each actor loads the embedder once. The driver
@@ -25,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import logging
 import math
@@ -75,6 +78,7 @@ class RayEngine:
     worker_cpus: float = 0.8
     threads: int | None = None
     docs_per_task: int = 64
+    docs_per_pipeline: int = 4096
     task_retries: int = 3
     attempts: int = 3
     min_actors_s: float = 120.0
@@ -110,10 +114,19 @@ class RayEngine:
     def chunk(
         self, documents: Iterable[Document], spans: TokenSpans, config: ChunkerConfig
     ) -> Iterator[list[Chunk]]:
+        """Chunks per document, in order; the documents are read ``docs_per_pipeline`` at a time
+        (one Ray Data pipeline each), so the driver never holds the corpus."""
+        docs = iter(documents)
+        while rows := [
+            {"doc": json.dumps(_document_json(doc), ensure_ascii=False)}
+            for doc in itertools.islice(docs, self.docs_per_pipeline)
+        ]:
+            yield from self._chunk_rows(rows, spans, config)
+
+    def _chunk_rows(
+        self, rows: list[dict[str, str]], spans: TokenSpans, config: ChunkerConfig
+    ) -> Iterator[list[Chunk]]:
         ray = ray_module()
-        rows = [{"doc": json.dumps(_document_json(doc), ensure_ascii=False)} for doc in documents]
-        if not rows:
-            return
         blocks = max(1, math.ceil(len(rows) / self.docs_per_task))
         dataset = ray.data.from_items(rows, override_num_blocks=blocks).map_batches(
             functools.partial(_chunk_batch, spans=spans, config=config),

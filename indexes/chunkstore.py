@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -18,17 +19,44 @@ OFFSETS_FILE = "chunk_offsets.npy"
 
 def write_chunks(folder: Path, chunks: Iterable[Chunk]) -> int:
     """Write chunks and their line offsets; returns the count."""
-    offsets: list[int] = []
-    position = 0
-    with (folder / CHUNKS_FILE).open("wb") as fh:
+    with ChunkWriter(folder) as writer:
         for chunk in chunks:
-            line = (json.dumps(chunk.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
-            offsets.append(position)
-            fh.write(line)
-            position += len(line)
-    offsets.append(position)
-    np.save(folder / OFFSETS_FILE, np.asarray(offsets, dtype=np.int64), allow_pickle=False)
-    return len(offsets) - 1
+            writer.add(chunk)
+    return writer.count
+
+
+class ChunkWriter:
+    """Appends chunks to ``chunks.jsonl`` as they come; the offsets are written on close.
+
+    Holds 8 bytes per chunk (its offset), never the chunks, so a streamed build can write any
+    number of them. Left by an exception, it writes no offsets file (the folder is incomplete).
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._offsets = array("q")
+        self._position = 0
+        self._fh = (folder / CHUNKS_FILE).open("wb")
+
+    @property
+    def count(self) -> int:
+        return len(self._offsets)
+
+    def add(self, chunk: Chunk) -> None:
+        line = (json.dumps(chunk.to_json(), ensure_ascii=False) + "\n").encode("utf-8")
+        self._offsets.append(self._position)
+        self._fh.write(line)
+        self._position += len(line)
+
+    def __enter__(self) -> ChunkWriter:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        self._fh.close()
+        if kind is None:
+            offsets = np.frombuffer(self._offsets, dtype=np.int64) if self._offsets else np.zeros(0, np.int64)
+            offsets = np.append(offsets, np.int64(self._position))
+            np.save(self.folder / OFFSETS_FILE, offsets, allow_pickle=False)
 
 
 class ChunkStore:

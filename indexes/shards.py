@@ -191,7 +191,6 @@ def score_matrix(
     token_lists: Sequence[Sequence[str]], stats: Bm25Stats, params: Bm25Params
 ) -> dict[str, np.ndarray]:
     """The shard's BM25 scores as a CSC matrix over the tokens it holds (global statistics)."""
-    check_method(params)
     lengths = np.fromiter((len(t) for t in token_lists), dtype=np.int64, count=len(token_lists))
     try:
         flat = np.fromiter(
@@ -201,9 +200,23 @@ def score_matrix(
         )
     except KeyError as exc:
         raise ConfigError(f"token {exc} is not in the global statistics; count every shard's rows") from exc
-    docs = np.repeat(np.arange(len(token_lists), dtype=np.int64), lengths)
-    pairs, tf = np.unique(flat * max(len(token_lists), 1) + docs, return_counts=True)  # sorted: token, doc
-    token_ids, rows = np.divmod(pairs, max(len(token_lists), 1))
+    return score_matrix_of_ids(flat, lengths, stats, params)
+
+
+def score_matrix_of_ids(
+    flat: np.ndarray, lengths: np.ndarray, stats: Bm25Stats, params: Bm25Params
+) -> dict[str, np.ndarray]:
+    """``score_matrix`` from the rows' global token ids, concatenated (``flat``), and their
+    lengths; ``stats.vocab`` is not used (a streamed build's shard tasks pass it empty)."""
+    check_method(params)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    flat = np.asarray(flat, dtype=np.int64)
+    if flat.size != int(lengths.sum()):
+        raise ConfigError(f"{flat.size} token ids for rows of {int(lengths.sum())} tokens")
+    n_rows = len(lengths)
+    docs = np.repeat(np.arange(n_rows, dtype=np.int64), lengths)
+    pairs, tf = np.unique(flat * max(n_rows, 1) + docs, return_counts=True)  # sorted: token, doc
+    token_ids, rows = np.divmod(pairs, max(n_rows, 1))
     tfc = _tfc(
         params.method, tf.astype(np.float32), lengths[rows], average_length(stats), params.k1, params.b
     )

@@ -88,9 +88,14 @@ def trained_index(sample: np.ndarray, params: DenseParams) -> Any:
 
 def training_sample(vectors: np.ndarray, params: DenseParams, seed: int = 0) -> np.ndarray:
     """A seeded sample of ``params.train_size`` rows (all rows when there are fewer), in row order."""
-    n = min(params.train_size, len(vectors))
-    rows = np.sort(np.random.default_rng(seed).choice(len(vectors), size=n, replace=False))
+    rows = training_rows(len(vectors), params, seed)
     return np.ascontiguousarray(vectors[rows], dtype=np.float32)
+
+
+def training_rows(n_rows: int, params: DenseParams, seed: int = 0) -> np.ndarray:
+    """The sorted rows ``training_sample`` takes from ``n_rows`` vectors."""
+    n = min(params.train_size, n_rows)
+    return np.sort(np.random.default_rng(seed).choice(n_rows, size=n, replace=False))
 
 
 def save_built(index: Any, vectors: np.ndarray, params: DenseParams, folder: Path) -> None:
