@@ -12,6 +12,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import hashlib
 import os
 import platform
 import resource
@@ -19,11 +20,14 @@ import shutil
 import sqlite3
 import time
 import uuid
+from array import array
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from core import __version__
@@ -90,10 +94,14 @@ def _limited(docs: Iterable[Document], limit: int | None) -> Iterator[Document]:
 
 
 def _documents(
-    sources: list[Source], config: BuildConfig, counts: dict[str, Any], names: list[str], progress: bool
+    sources: list[Source], config: BuildConfig, counts: dict[str, Any], names: deque[str], progress: bool
 ) -> Iterator[Document]:
-    """Every source's documents in order (each id once); ``names`` gets each one's source name."""
-    seen: set[str] = set()
+    """Every source's documents in order; ``names`` gets each one's source name as it is read.
+
+    A document id seen twice is refused once all are read (a 64-bit hash of each id is kept, 8
+    bytes a document, not the ids: a corpus of millions is streamed through this).
+    """
+    hashes = array("Q")
     for source in sources:
         counts["per_source"].setdefault(source.name, {"documents": 0, "chunks": 0, "empty": 0})
         docs = tqdm(
@@ -103,11 +111,17 @@ def _documents(
             disable=not progress,
         )
         for doc in docs:
-            if doc.doc_id in seen:
-                raise ConfigError(f"document id {doc.doc_id} appears twice; is a source listed twice?")
-            seen.add(doc.doc_id)
+            hashes.append(
+                int.from_bytes(hashlib.blake2b(doc.doc_id.encode(), digest_size=8).digest(), "little")
+            )
             names.append(source.name)
             yield doc
+    ids = np.frombuffer(hashes, dtype=np.uint64) if hashes else np.zeros(0, np.uint64)
+    unique = np.unique(ids).size
+    if unique != ids.size:
+        raise ConfigError(
+            f"{ids.size - unique} document id(s) appear more than once; is a source listed twice?"
+        )
 
 
 def _chunks(
@@ -118,10 +132,10 @@ def _chunks(
     progress: bool,
     engine: BuildEngine,
 ) -> Iterator[Chunk]:
-    names: list[str] = []  # the engine reads document n before it yields its chunks
+    names: deque[str] = deque()  # the engine reads document n before it yields its chunks
     documents = _documents(sources, config, counts, names, progress)
-    for n, chunks in enumerate(engine.chunk(documents, spans, config.chunker)):
-        per = counts["per_source"][names[n]]
+    for chunks in engine.chunk(documents, spans, config.chunker):
+        per = counts["per_source"][names.popleft()]
         if not chunks:
             per["empty"] += 1
             continue

@@ -138,3 +138,21 @@ def test_batch_chunks_must_be_positive() -> None:
 
     with pytest.raises(ConfigError, match="batch_chunks"):
         BuildConfig(batch_chunks=0)
+
+
+@pytest.mark.parametrize("shards", [1, SHARDS])
+def test_a_document_id_read_twice_is_refused(tmp_path: Path, shards: int) -> None:
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="1 document id.*more than once"):
+        build_index(
+            [ListSource(DOCS[:5]), ListSource(DOCS[4:6], name="other")],
+            BuildConfig(name="s", shards=shards, dense=None),
+            tmp_path,
+            spans=whitespace_spans,
+            tokenizer_name="ws",
+            embedder=None,
+            cache_dir=tmp_path / "cache",
+            progress=False,
+        )
+    assert not list(tmp_path.glob(".s.*.building")) and not (tmp_path / "s").exists()
