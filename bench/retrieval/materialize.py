@@ -10,6 +10,7 @@ its RSS per stage: its peak is the memory of building that index (the 1M one is 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -82,6 +83,18 @@ def ensure(size: str, dense: DenseParams, *, rebuild: bool = False) -> dict[str,
     return {**report, "reused": False}
 
 
+def _synthetic_blocks(
+    pool: corpus.Pool, bases: np.ndarray
+) -> Iterator[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """Per block of synthetic chunks, seeded per block: (index of its first chunk, their pool
+    rows, token ids, token offsets, vectors)."""
+    for block, start in enumerate(range(0, len(bases), BLOCK)):
+        part = bases[start : start + BLOCK]
+        rng = np.random.default_rng([corpus.SEED, 2, block])
+        ids, offsets = corpus.perturb_tokens(pool.token_ids, pool.token_offsets, part, rng, corpus.REPLACE_P)
+        yield start, part, ids, offsets, corpus.perturb_vectors(pool.vectors, part, rng, corpus.NOISE_SIGMA)
+
+
 def _chunks_and_tokens(size: str, pool: corpus.Pool, out: Path) -> tuple[list[list[str]], np.ndarray]:
     """Write the chunks of ``size`` to ``out``; return their BM25 tokens and vectors, row-aligned."""
     rows = corpus.sample_rows(pool.size, corpus.chunk_count(size))
@@ -91,19 +104,27 @@ def _chunks_and_tokens(size: str, pool: corpus.Pool, out: Path) -> tuple[list[li
 
     def records() -> Iterator[Chunk]:  # streamed: a million Chunk objects would not fit comfortably
         yield from (Chunk.from_json(json.loads(line)) for line in pool.lines(rows))
-        for block, start in enumerate(range(0, len(bases), BLOCK)):
-            part = bases[start : start + BLOCK]
-            rng = np.random.default_rng([corpus.SEED, 2, block])
-            ids, offsets = corpus.perturb_tokens(
-                pool.token_ids, pool.token_offsets, part, rng, corpus.REPLACE_P
-            )
-            vectors.append(corpus.perturb_vectors(pool.vectors, part, rng, corpus.NOISE_SIGMA))
+        for start, part, ids, offsets, block_vectors in _synthetic_blocks(pool, bases):
+            vectors.append(block_vectors)
             for i, line in enumerate(pool.lines(part)):
                 words = [pool.vocab[t] for t in ids[offsets[i] : offsets[i + 1]]]
                 tokens.append(words)
                 yield corpus.synthetic_chunk(start + i, Chunk.from_json(json.loads(line)), words)
 
     write_chunks(out, records())
+    return tokens, np.concatenate(vectors)
+
+
+def tokens_and_vectors(size: str, pool: corpus.Pool) -> tuple[list[list[str]], np.ndarray]:
+    """The BM25 tokens and vectors the folder of ``size`` was built from, made again from the same
+    seeds (chunks not written): what a sharded copy of it is built from."""
+    rows = corpus.sample_rows(pool.size, corpus.chunk_count(size))
+    tokens = pool.tokens(rows)
+    vectors = [np.asarray(pool.vectors[rows], dtype=np.float32)]
+    bases = corpus.synthetic_bases(pool.size, corpus.chunk_count(size) - len(rows))
+    for _, _, ids, offsets, block_vectors in _synthetic_blocks(pool, bases):
+        vectors.append(block_vectors)
+        tokens.extend([pool.vocab[t] for t in ids[a:b]] for a, b in itertools.pairwise(offsets))
     return tokens, np.concatenate(vectors)
 
 

@@ -35,6 +35,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "reranker-heldout": "bench.retrieval.reranker_heldout",
         "reranker-speed": "bench.retrieval.reranker_speed",
         "retrieval-sanity": "bench.retrieval.retrieval_sanity",
+        "shard-latency": "bench.retrieval.shard_latency",
         "api-latency": "bench.serving.api_latency",
         "chat-page": "bench.serving.chat_page",
         "load-test": "bench.serving.load_test",
