@@ -11,9 +11,16 @@ answers one item at a time with the same functions as the local engine (``evals.
   to the driver's node (it reads the driver's sqlite file, which WAL lets it do while the driver
   writes), and returns the entries its model calls made with each record, which the driver stores
   before it writes the record; a rerun of a finished run therefore makes no model call;
-- retries: an actor that dies (its node lost) has its in-flight items given to the others, and a
-  record is written once per key, so no item is lost or duplicated. An item's own failure is a
-  record with the error, as locally; anything else stops the run (rerun to resume).
+- retries: an actor that dies (its node lost, its process killed) has its in-flight items given to
+  the others at once, by the driver (Ray's ``max_task_retries`` stays 0, so nothing else runs an
+  item again), and a record is written once per key, so no item is lost or duplicated. An item's
+  own failure is a record with the error, as locally; anything else stops the run (rerun to resume);
+- restarts: Ray restarts a dead actor (``RayEngine.max_restarts`` times each) wherever the cluster
+  has room; the restarted actor builds its generator again in its constructor (and opens a
+  pipeline at its first item). The driver sends it a ``ping`` and, once it answers, gives it items
+  again, so the pool keeps its size (the progress bar says so). A worker whose restarts are used up
+  is lost; when none is left, or none has come back after ``restart_wait_s`` with none alive, the
+  run stops with an error that says to rerun (the finished records are kept: a rerun resumes).
 
 With a server pool (``--server URL`` repeated; the profile's generator must be the OpenAI-compatible
 backend), every item is sent to the server with the fewest items in flight, at most ``per_server``
@@ -25,12 +32,13 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from core.errors import ConfigError, MedciteError
 from core.paths import Paths
@@ -44,24 +52,37 @@ from rag.protocols import Generator
 
 DEFAULT_WORKER_CPUS = 0.8  # below 1: leaves Ray (and the driver) a little CPU on every node
 POOL_WORKER_CPUS = 0.25  # a worker of a server pool mostly waits on HTTP
+_now = time.monotonic  # the restart wait's clock (module-level: a test replaces this, not time's)
 
 
 @dataclass(frozen=True)
 class RayEngine:
     """How ``--engine ray`` runs: ``workers`` actors on the cluster at ``address`` (None: Ray's own
-    rule, see ``core.ray_runtime``), optionally sending model calls to ``servers``."""
+    rule, see ``core.ray_runtime``), optionally sending model calls to ``servers``.
+
+    ``max_restarts``: how many times Ray restarts each worker actor that dies (its node lost, its
+    process killed), so the pool keeps its size; 0: never (its items go to the others). The bound
+    stops a worker that dies on every item (a model too big for its node) from restarting forever.
+    ``restart_wait_s``: how long the run waits, with no worker alive, for a restarted one to answer
+    (the cluster may have no node with room for it) before it stops (rerun to resume)."""
 
     workers: int = 2
     address: str | None = None
     servers: tuple[str, ...] = ()
     per_server: int = 1  # items in flight per server
     worker_cpus: float | None = None  # None: DEFAULT_WORKER_CPUS, or POOL_WORKER_CPUS with servers
+    max_restarts: int = 3
+    restart_wait_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ConfigError(f"--workers must be at least 1, got {self.workers}")
         if self.per_server < 1:
             raise ConfigError(f"--per-server must be at least 1, got {self.per_server}")
+        if self.max_restarts < 0:
+            raise ConfigError(f"--max-restarts must be 0 or more, got {self.max_restarts}")
+        if not self.restart_wait_s > 0:
+            raise ConfigError(f"restart_wait_s must be positive, got {self.restart_wait_s}")
 
     @property
     def cpus(self) -> float:
@@ -94,12 +115,14 @@ class Task:
 
 @dataclass
 class Result:
-    """A worker's answer: the record, the cache entries its model calls made, and the lookups."""
+    """A worker's answer: the record, the cache entries its model calls made, the lookups, and the
+    answering actor's incarnation (a new one each time Ray restarts it)."""
 
     record: ItemRecord
     entries: dict[str, Any] = field(default_factory=dict)
     hits: int = 0
     misses: int = 0
+    incarnation: str = ""
 
 
 def pool_fingerprint(base_url_free: dict[str, Any]) -> dict[str, Any]:
@@ -216,6 +239,14 @@ class EvalWorker:
         self.model = _ShippingGenerator(inner, self.cache, fingerprint)
         self.servers: dict[str, Generator] = {}
         self.opened: tuple[str, Any] | None = None
+        self.incarnation = uuid.uuid4().hex  # this constructor's run: a restart makes a new one
+
+    def ping(self) -> tuple[str, bool, str]:
+        """This incarnation, whether Ray restarted the actor, and its node (the driver's probe)."""
+        import ray
+
+        context = ray.get_runtime_context()
+        return self.incarnation, context.was_current_actor_reconstructed, context.get_node_id()
 
     def answer(self, task: Task, server: str | None) -> Result:
         if server is not None:
@@ -223,7 +254,8 @@ class EvalWorker:
         resource = self._open(task.cell)
         hits, misses = self.model.hits, self.model.misses
         record = task.answer(self.model, resource, task, self.config, self.paths)
-        return Result(record, self.cache.take(), self.model.hits - hits, self.model.misses - misses)
+        taken = self.cache.take()
+        return Result(record, taken, self.model.hits - hits, self.model.misses - misses, self.incarnation)
 
     def _server(self, url: str) -> Generator:
         if url not in self.servers:
@@ -255,8 +287,21 @@ class EvalWorker:
 # -- the driver side ---------------------------------------------------------------------------
 
 
+class _Sent(NamedTuple):
+    """An item in flight: the actor and its incarnation count when the item was sent."""
+
+    actor: int
+    generation: int
+    task: Task
+    server: str | None
+
+
 class RayPool:
-    """The actors of one run (made once, used by every condition) and the dispatch loop."""
+    """The actors of one run (made once, used by every condition) and the dispatch loop.
+
+    An actor is ``alive`` (given items) or, after an item failed with it (its node or process
+    lost), ``restarting``: it gets only a probe (``ping``) until it answers (restarted: alive again)
+    or Ray says it is dead for good (its restarts used up: ``gone``)."""
 
     def __init__(
         self,
@@ -273,14 +318,29 @@ class RayPool:
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=False)
         reader_cls = ray.remote(CacheReader).options(num_cpus=0, max_concurrency=8, scheduling_strategy=here)
         self.reader = reader_cls.remote(str(model.cache.path))
-        worker_cls = ray.remote(EvalWorker).options(num_cpus=engine.cpus, max_restarts=0)
+        # max_task_retries=0: the driver alone sends a dead actor's items again (see run)
+        worker_cls = ray.remote(EvalWorker).options(
+            num_cpus=engine.cpus, max_restarts=engine.max_restarts, max_task_retries=0
+        )
         fingerprint = model.fingerprint()
         self.actors = [
             worker_cls.remote(config, paths, generator, fingerprint, self.reader, bool(engine.servers))
             for _ in range(engine.workers)
         ]
         self.alive = list(range(engine.workers))
-        self.lost: list[int] = []  # actors that died, in order (tests, the run summary)
+        self.generation = [0] * engine.workers  # deaths seen per actor: older items' errors are stale
+        self.probes: dict[Any, int] = {}  # ping in flight -> the restarting actor
+        self.seen: dict[int, str] = {}  # each actor's incarnation, as last seen
+        self.died: list[int] = []  # actors, each time one died, in order (tests, the run summary)
+        self.restarted: list[int] = []  # actors, each time one came back restarted
+        self.gone: list[int] = []  # actors dead for good (restarts used up)
+        self.stalled: float | None = None  # since when no actor is alive (some restarting)
+        self.note: Callable[[str], None] = lambda message: None  # progress lines (fan_out's bar)
+
+    @property
+    def lost(self) -> list[int]:
+        """Actors not alive now: dead for good, or still restarting."""
+        return [a for a in range(len(self.actors)) if a not in self.alive]
 
     def close(self) -> None:
         for actor in [*self.actors, self.reader]:
@@ -289,44 +349,114 @@ class RayPool:
 
     def run(self, tasks: Sequence[Task], on_result: Callable[[Task, Result], None]) -> None:
         """Answer ``tasks``; call ``on_result`` in the driver as each arrives (any order)."""
-        from ray.exceptions import RayActorError, RayTaskError
-
         queue = deque(tasks)
         depth = 1 if self.engine.servers else 2  # items queued per actor: the next one waits there
-        inflight: dict[Any, tuple[int, Task, str | None]] = {}
+        inflight: dict[Any, _Sent] = {}
         per_actor: Counter[int] = Counter()
         per_server: Counter[str] = Counter()
         while queue or inflight:
             self._submit(queue, inflight, per_actor, per_server, depth)
-            ready, _ = self.ray.wait(list(inflight), num_returns=1)
-            for ref in ready:
-                actor, task, server = inflight.pop(ref)
-                per_actor[actor] -= 1
-                if server is not None:
-                    per_server[server] -= 1
-                try:
-                    result = self.ray.get(ref)
-                except RayTaskError as exc:  # a bug or a crash in the item's code, not a node lost
-                    raise exc.as_instanceof_cause() from None
-                except RayActorError as exc:
-                    if exc.actor_init_failed:  # the same on every node: a setting, not a node lost
-                        raise MedciteError(f"a Ray eval worker could not start: {exc}") from None
-                    if actor in self.alive:
-                        self.alive.remove(actor)
-                        self.lost.append(actor)
-                    queue.appendleft(task)  # answered again by a live actor; nothing was written
+            for ref in self._ready(list(inflight)):
+                if ref in self.probes:
+                    self._probed(ref)
                     continue
-                on_result(task, result)
-            if queue and not self.alive:
-                raise MedciteError(
-                    f"every Ray worker of this run died ({len(self.lost)} lost); the finished items "
-                    "are in the run directory: run the same command again to resume"
-                )
+                sent = inflight.pop(ref)
+                per_actor[sent.actor] -= 1
+                if sent.server is not None:
+                    per_server[sent.server] -= 1
+                result = self._result(ref, sent)
+                if result is None:
+                    queue.appendleft(sent.task)  # answered again by a live actor; nothing was written
+                else:
+                    on_result(sent.task, result)
+            if queue and not self.alive and not self.probes:
+                raise MedciteError(self._exhausted())
+
+    def _ready(self, inflight: list[Any]) -> list[Any]:
+        """Wait for an item or a probe; with no actor alive, at most until ``restart_wait_s`` has
+        passed since the last one died."""
+        timeout = None
+        if not self.alive and self.probes:
+            self.stalled = _now() if self.stalled is None else self.stalled
+            timeout = max(0.0, self.stalled + self.engine.restart_wait_s - _now())
+        ready, _ = self.ray.wait([*inflight, *self.probes], num_returns=1, timeout=timeout)
+        if not ready:
+            raise MedciteError(
+                f"no Ray worker of this run came back within {self.engine.restart_wait_s:.0f} s "
+                f"({len(self.probes)} waiting to restart: does the cluster have a node with "
+                f"{self.engine.cpus} CPU free?); the finished items are in the run directory: run "
+                "the same command again to resume"
+            )
+        return ready
+
+    def _result(self, ref: Any, sent: _Sent) -> Result | None:
+        """The item's result, or None when its actor died (the item is to be sent again)."""
+        from ray.exceptions import RayActorError, RayTaskError
+
+        try:
+            result: Result = self.ray.get(ref)
+        except RayTaskError as exc:  # a bug or a crash in the item's code, not a node lost
+            raise exc.as_instanceof_cause() from None
+        except RayActorError as exc:
+            _refuse_init_failure(exc)
+            if sent.actor in self.alive and sent.generation == self.generation[sent.actor]:
+                self._died(sent.actor)
+            return None
+        self.seen[sent.actor] = result.incarnation
+        return result
+
+    def _died(self, actor: int) -> None:
+        """``actor`` failed an item: give it no more until a probe says it is back."""
+        self.alive.remove(actor)
+        self.generation[actor] += 1
+        self.died.append(actor)
+        self.probes[self.actors[actor].ping.remote()] = actor
+        bound = self.engine.max_restarts
+        if bound:
+            self.note(
+                f"Ray worker {actor} died; its items go to the others while Ray restarts it "
+                f"(restarted {self.restarted.count(actor)} of at most {bound} times so far)"
+            )
+        else:
+            self.note(f"Ray worker {actor} died; its items go to the others (--max-restarts 0)")
+
+    def _probed(self, ref: Any) -> None:
+        """A probe's answer: the actor is back (restarted or not), still coming, or gone."""
+        from ray.exceptions import ActorUnavailableError, RayActorError
+
+        actor = self.probes.pop(ref)
+        try:
+            incarnation, reconstructed, node = self.ray.get(ref)
+        except ActorUnavailableError:  # its old node not yet known to be lost: ask again
+            self.probes[self.actors[actor].ping.remote()] = actor
+            return
+        except RayActorError as exc:
+            _refuse_init_failure(exc)
+            self.gone.append(actor)
+            self.note(f"Ray worker {actor} cannot restart (its {self.engine.max_restarts} restarts used up)")
+            return
+        restarted = incarnation != self.seen[actor] if actor in self.seen else reconstructed
+        if restarted:
+            self.restarted.append(actor)
+            self.note(f"Ray worker {actor} restarted on node {node[:8]} ({len(self.restarted)} restarts)")
+        else:
+            self.note(f"Ray worker {actor} answers again (it was unreachable, not restarted)")
+        self.seen[actor] = incarnation
+        self.alive.append(actor)
+        self.stalled = None
+
+    def _exhausted(self) -> str:
+        return (
+            f"every Ray worker of this run died and none can restart ({len(self.died)} deaths, "
+            f"{len(self.restarted)} restarts, at most {self.engine.max_restarts} per worker: "
+            "--max-restarts); the finished items are in the run directory: run the same command "
+            "again to resume"
+        )
 
     def _submit(
         self,
         queue: deque[Task],
-        inflight: dict[Any, tuple[int, Task, str | None]],
+        inflight: dict[Any, _Sent],
         per_actor: Counter[int],
         per_server: Counter[str],
         depth: int,
@@ -340,7 +470,7 @@ class RayPool:
                     return
                 task = queue.popleft()
                 ref = self.actors[actor].answer.remote(task, server)
-                inflight[ref] = (actor, task, server)
+                inflight[ref] = _Sent(actor, self.generation[actor], task, server)
                 per_actor[actor] += 1
                 if server is not None:
                     per_server[server] += 1
@@ -350,11 +480,18 @@ class RayPool:
         return min(free, key=lambda s: per_server[s]) if free else None
 
 
+def _refuse_init_failure(exc: Any) -> None:
+    """An actor whose constructor failed fails the same way on every node: a setting, not a loss."""
+    if exc.actor_init_failed:
+        raise MedciteError(f"a Ray eval worker could not start: {exc}") from None
+
+
 def fan_out(
     pool: RayPool, tasks: Sequence[Task], run: RunDir, stats: dict[str, ConditionStats], progress: bool
 ) -> None:
     """Answer ``tasks`` on the pool; store each result's cache entries, then append its record, as it
-    arrives; add counts and seconds (wall time until a condition's last item) to ``stats``."""
+    arrives; add counts and seconds (wall time until a condition's last item) to ``stats``. With
+    ``progress``, a worker's death and restart are lines above the bar."""
     from tqdm import tqdm
 
     start = time.perf_counter()
@@ -377,6 +514,8 @@ def fan_out(
             s.seconds = round(before[task.condition] + time.perf_counter() - start, 1)
             bar.update(1)
 
+        if progress:
+            pool.note = bar.write
         pool.run(tasks, on_result)
 
 

@@ -41,10 +41,15 @@ class RunSummary:
     folder: Path
     conditions: dict[str, ConditionStats] = field(default_factory=dict)
     seconds: float = 0.0
-    workers_lost: int = 0  # --engine ray: workers that died (their items were answered by others)
+    workers_lost: int = 0  # --engine ray: workers not alive at the end (their items went to others)
+    workers_restarted: int = 0  # --engine ray: restarts of workers that died (Ray's max_restarts)
 
     def text(self) -> str:
         lines = [f"run {self.folder} ({self.seconds:.0f} s)"]
+        if self.workers_restarted:
+            lines.append(
+                f"  {self.workers_restarted} Ray worker restart(s); no item was lost or answered twice"
+            )
         if self.workers_lost:
             lines.append(f"  {self.workers_lost} Ray worker(s) lost; their items were answered by the others")
         for name, c in self.conditions.items():
@@ -318,13 +323,16 @@ def run_eval(
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
         with _pool(engine, config, paths, model, generator, bool(items or answer_items)) as pool:
-            if items and model is not None:
-                run_mcq(config, paths, run, model, items, summary, progress, pool)
-            if answer_items and model is not None:
-                from evals.engine.answers_run import run_answers
+            try:
+                if items and model is not None:
+                    run_mcq(config, paths, run, model, items, summary, progress, pool)
+                if answer_items and model is not None:
+                    from evals.engine.answers_run import run_answers
 
-                run_answers(config, paths, run, model, answer_items, summary, progress, pool)
-            summary.workers_lost = len(pool.lost) if pool is not None else 0
+                    run_answers(config, paths, run, model, answer_items, summary, progress, pool)
+            finally:  # a run the pool stopped says so in its manifest too
+                summary.workers_lost = len(pool.lost) if pool is not None else 0
+                summary.workers_restarted = len(pool.restarted) if pool is not None else 0
         if sets:
             run_retrieval(config, paths, run, model, sets, summary, progress)
     finally:
@@ -393,7 +401,9 @@ def _engine_note(engine: RayEngine | None, summary: RunSummary) -> dict[str, Any
         "address": engine.address,
         "servers": list(engine.servers),
         "per_server": engine.per_server,
+        "max_restarts": engine.max_restarts,
         "workers_lost": summary.workers_lost,
+        "workers_restarted": summary.workers_restarted,
     }
 
 

@@ -45,7 +45,8 @@ def _eval_commands(sub: Sub) -> None:
 
 
 def _eval_engine_args(run: argparse.ArgumentParser) -> None:
-    """``medcite eval run --engine ray [--workers N] [--address HOST:PORT] [--server URL ..]``."""
+    """``medcite eval run --engine ray [--workers N] [--address HOST:PORT] [--server URL ..]
+    [--max-restarts N]``."""
     run.add_argument(
         "--engine",
         choices=("local", "ray"),
@@ -64,6 +65,11 @@ def _eval_engine_args(run: argparse.ArgumentParser) -> None:
         "e.g. http://10.0.0.5:8080/v1",
     )
     run.add_argument("--per-server", type=int, default=1, help="with --server: items in flight per server")
+    run.add_argument(
+        "--max-restarts",
+        type=int,
+        help="with --engine ray: times Ray restarts each worker that dies (default 3; 0: never)",
+    )
 
 
 def _eval_engine(args: argparse.Namespace) -> Any:
@@ -72,14 +78,16 @@ def _eval_engine(args: argparse.Namespace) -> Any:
     from evals.engine.engine_ray import RayEngine
 
     if args.engine == "local":
-        if args.server or args.address:
-            raise ConfigError("--server and --address go with --engine ray")
+        if args.server or args.address or args.max_restarts is not None:
+            raise ConfigError("--server, --address and --max-restarts go with --engine ray")
         return None
+    restarts = {} if args.max_restarts is None else {"max_restarts": args.max_restarts}
     return RayEngine(
         workers=args.workers,
         address=args.address,
         servers=tuple(args.server or ()),
         per_server=args.per_server,
+        **restarts,
     )
 
 

@@ -178,8 +178,13 @@ def test_a_server_pool_needs_an_openai_compatible_profile(index_dir, tmp_path):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--server", "http://127.0.0.1:9/v1"], "--server and --address go with --engine ray"),
+        (
+            ["--server", "http://127.0.0.1:9/v1"],
+            "--server, --address and --max-restarts go with --engine ray",
+        ),
+        (["--max-restarts", "2"], "--server, --address and --max-restarts go with --engine ray"),
         (["--engine", "ray", "--workers", "0"], "--workers must be at least 1"),
+        (["--engine", "ray", "--max-restarts", "-1"], "--max-restarts must be 0 or more"),
     ],
 )
 def test_engine_flags_that_cannot_work_are_refused_before_any_work(flags, message, capsys):
