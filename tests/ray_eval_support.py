@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import threading
 import time
@@ -31,7 +32,7 @@ def preferred(text: str, candidates: list[str]) -> str:
 class LoggedModel:
     """Prefers one option per prompt (a hash of it); writes cited answers; says yes to judgements.
 
-    Each call appends ``<node id> <method>`` to ``log``; ``delay_s`` slows each call down;
+    Each call appends ``<node id> <method> <pid>`` to ``log``; ``delay_s`` slows each call down;
     after ``fail_after`` calls (per process) it raises ``RuntimeError`` (a model that crashed)."""
 
     name = "logged-model"
@@ -54,7 +55,7 @@ class LoggedModel:
             if ray.is_initialized():
                 node = ray.get_runtime_context().get_node_id()
         with open(self.log, "a", encoding="utf-8") as fh:
-            fh.write(f"{node} {method}\n")
+            fh.write(f"{node} {method} {os.getpid()}\n")
 
     def next_token_logprobs(self, messages, candidates):
         self._called("logprobs")
@@ -76,7 +77,7 @@ class LoggedModel:
 
 
 def calls(log: Path) -> list[str]:
-    """The logged calls, one ``<node> <method>`` string each."""
+    """The logged calls, one ``<node> <method> <pid>`` string each."""
     return log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
 
 
@@ -162,3 +163,8 @@ def fake_servers(n: int, delay_s: float = 0.2) -> Iterator[list[FakeServer]]:
 
 def per_node(log: Path) -> Counter[str]:
     return Counter(line.split()[0] for line in calls(log))
+
+
+def processes(log: Path, nodes: set[str]) -> set[str]:
+    """The worker processes (pids) that made a logged call on one of ``nodes``."""
+    return {line.split()[2] for line in calls(log) if line.split()[0] in nodes}

@@ -37,16 +37,32 @@ def local_ray(num_cpus: int = 2) -> Iterator[Any]:
         ray.shutdown()
 
 
+# A node that stops answering is declared dead after ~3 s instead of Ray's ~15-30 s, so a test that
+# waits for Ray to restart a lost node's actors elsewhere does not wait for its default detector.
+QUICK_NODE_DEATH = {
+    "health_check_initial_delay_ms": 0,
+    "health_check_period_ms": 1000,
+    "health_check_timeout_ms": 1000,
+    "health_check_failure_threshold": 3,
+}
+
+
 @contextlib.contextmanager
-def multi_node_cluster(workers: int = 2, cpus_per_worker: float = 1) -> Iterator[tuple[Any, list[Any]]]:
+def multi_node_cluster(
+    workers: int = 2, cpus_per_worker: float = 1, system_config: dict[str, Any] | None = None
+) -> Iterator[tuple[Any, list[Any]]]:
     """A head node with no CPUs (the driver's node: it schedules nothing) and ``workers`` worker
-    nodes; yields the cluster and its worker nodes, with this process connected to it."""
+    nodes; yields the cluster and its worker nodes, with this process connected to it.
+    ``system_config``: Ray's internal settings for the cluster (e.g. :data:`QUICK_NODE_DEATH`)."""
     ray = _ray()
     from ray.cluster_utils import Cluster
 
     if ray.is_initialized():
         ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    head: dict[str, Any] = {"num_cpus": 0}
+    if system_config:
+        head["_system_config"] = system_config
+    cluster = Cluster(initialize_head=True, head_node_args=head)
     try:
         nodes = [cluster.add_node(num_cpus=cpus_per_worker) for _ in range(workers)]
         cluster.wait_for_nodes()
