@@ -41,6 +41,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "load-test": "bench.serving.load_test",
         "ray-build": "bench.scale.ray_build",
         "ray-eval": "bench.scale.ray_eval",
+        "stream-build": "bench.scale.stream_build",
         "report": "bench.report",
         "run-all": "bench.run_all",
     },
