@@ -109,7 +109,9 @@ def _earlier_runs(sources: list[str], shards: int) -> dict[str, dict[str, Any]]:
     return dict(earlier.get("runs", {})) if same else {}
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``medcite bench NAME ARGS`` calls this with no argument: the flags are in ``sys.argv``."""
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sources", default="orphanet", help="comma-separated source names")
     parser.add_argument("--shards", type=int, default=1)

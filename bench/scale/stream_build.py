@@ -316,7 +316,9 @@ def child(args: dict[str, Any]) -> dict[str, Any]:
     return child_recall(args) if args.get("step") == "recall" else child_build(args)
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``medcite bench NAME ARGS`` calls this with no argument: the flags are in ``sys.argv``."""
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=("real", "1M"), required=True)
     parser.add_argument("--chunks", type=int, default=1_000_000, help="rows of the large run")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,9 @@ def test_every_runnable_module_has_a_name_and_every_name_a_main():
     named = {module for table in PROGRAMS.values() for module in table.values()}
     assert runnable_modules() == named
     for module in named:
-        assert callable(getattr(importlib.import_module(module), "main", None)), module
+        entry = getattr(importlib.import_module(module), "main", None)
+        assert callable(entry), module
+        inspect.signature(entry).bind()  # run_program calls main() with the flags in sys.argv
 
 
 @pytest.mark.parametrize(
