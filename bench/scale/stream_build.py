@@ -163,7 +163,7 @@ def seed_synthetic_vectors(folder: Path, cache_dir: Path, seed: int = 0) -> int:
         for chunk in chunk_document(doc, spans, ChunkerConfig()):
             keys.append(text_key(text.indexed_text(chunk.title, chunk.section, chunk.text)))
             origins.append(int(doc.doc_id.rsplit("-r", 1)[1]))
-        if len(keys) >= 50_000:
+        if len(keys) >= 2_000:  # short transactions: a build may be writing the same cache
             store.put_many(keys, corpus.perturb_vectors(pool.vectors, np.asarray(origins), rng, NOISE_SIGMA))
             written, keys, origins = written + len(keys), [], []
     if keys:
@@ -322,26 +322,33 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=("real", "1M"), required=True)
     parser.add_argument("--chunks", type=int, default=1_000_000, help="rows of the large run")
+    parser.add_argument(
+        "--synthetic-docs", type=int, help="synthetic documents (default: --chunks less the real run's rows)"
+    )
     args = parser.parse_args(argv)
-    path = RESULTS_DIR / "stream_build.json"
-    runs = json.loads(path.read_text()).get("runs", {}) if path.is_file() else {}
     prepared: dict[str, Any] = {}
     if args.size == "real":
         prepared["vectors_copied_from_indexes"] = seed_real_vectors(WORK / "cache")
     else:
-        real_rows = runs.get("real", {}).get("rows")
-        if real_rows is None:
-            raise SystemExit("run --size real first: the synthetic part tops its row count up to --chunks")
-        prepared["synthetic"] = synthetic_documents(WORK / "synthetic", args.chunks - real_rows)
+        count = args.synthetic_docs or args.chunks - _runs().get("real", {}).get("rows", args.chunks)
+        if count <= 0:
+            raise SystemExit("run --size real first, or give --synthetic-docs")
+        prepared["synthetic"] = synthetic_documents(WORK / "synthetic", count)
         prepared["synthetic_vectors_cached"] = seed_synthetic_vectors(WORK / "synthetic", WORK / "cache")
     wanted = {"size": args.size, "rows": _expected_rows(args.size, args.chunks)}
     run = run_child("bench.scale.stream_build", wanted, timeout_s=4 * 3600)
     run["recall"] = run_child(
         "bench.scale.stream_build", {"step": "recall", "index": run["index"]}, timeout_s=3600
     )
+    print(json.dumps({**prepared, **run}, indent=1), flush=True)
+    runs = _runs()  # read again: the other size may have finished meanwhile
     runs[args.size] = {**prepared, **run}
-    print(json.dumps(runs[args.size], indent=1), flush=True)
     write_result("stream_build", {"runs": runs, "summary": summary(runs)})
+
+
+def _runs() -> dict[str, Any]:
+    path = RESULTS_DIR / "stream_build.json"
+    return dict(json.loads(path.read_text()).get("runs", {})) if path.is_file() else {}
 
 
 def summary(runs: dict[str, Any]) -> dict[str, Any]:
