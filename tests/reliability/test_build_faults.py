@@ -46,6 +46,9 @@ class FullFile:
     def __exit__(self, *exc) -> None:
         self._handle.close()
 
+    def close(self) -> None:
+        self._handle.close()
+
     def write(self, data) -> int:
         full_disk()
         return 0
