@@ -7,6 +7,7 @@ storage). An unsharded build writes ``bm25/`` and ``dense/`` from arrays in memo
 spool (``bm25_from_spool``, ``dense_from_spool``; ``corpora/stream.py``), in the layout of
 ``indexes/shards.py``: each task reads only its own rows.
 """
+
 from __future__ import annotations
 
 import shutil

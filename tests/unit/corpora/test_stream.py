@@ -144,7 +144,7 @@ def test_batch_chunks_must_be_positive() -> None:
 def test_a_document_id_read_twice_is_refused(tmp_path: Path, shards: int) -> None:
     from core.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="1 document id.*more than once"):
+    with pytest.raises(ConfigError, match=r"1 document id.*more than once"):
         build_index(
             [ListSource(DOCS[:5]), ListSource(DOCS[4:6], name="other")],
             BuildConfig(name="s", shards=shards, dense=None),
