@@ -17,7 +17,7 @@ exact float32 vectors kept for re-scoring.
   chunks are embedded by the cluster's actors, except those of the three indexes the retrieval
   benches already built (their vectors are copied into the run's cache first).
 
-Reported per run (``docs/results/bench/scale/stream_build.json``): the driver's peak RSS (the
+Reported per run (``docs/results/bench/stream_build.json``): the driver's peak RSS (the
 build's own ``ru_maxrss``, which excludes Ray's processes), the peak RSS of the largest Ray worker
 process and of all Ray processes together (sampled every 0.5 s), stage seconds and chunks/s, disk
 bytes per row, and the recall@10 of the served index (ivfpq, re-scored) against exact search over
