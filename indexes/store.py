@@ -106,8 +106,9 @@ def load_index(
 
     ``embedder_fingerprint`` is the query-time embedder's; a different one is refused.
     ``lexical_backend`` overrides the saved BM25 backend (``rank-bm25`` rebuilds from chunks).
-    ``search_threads``: threads that search a sharded index's shards at once (None: one per
-    usable CPU, at most one per shard; 1: one shard after another); unsharded indexes ignore it.
+    ``search_threads``: threads that search a sharded index's shards at once (None: dense shards
+    on one per usable CPU, at most one per shard, BM25 shards one after another, which measured
+    faster; 1: one shard after another); unsharded indexes ignore it.
     """
     link, folder = folder, folder.resolve()  # every file from one version, even if a rebuild swaps the link
     manifest = read_manifest(folder)

@@ -193,3 +193,20 @@ def test_a_one_thread_pool_runs_in_the_callers_thread():
         (i, threading.current_thread().name) for i in range(3)
     ]
     assert not pool.running
+
+
+def test_by_default_bm25_shards_run_in_turn_and_dense_shards_on_the_cpus(tmp_path: Path) -> None:
+    """BM25 shard scoring is shorter than a thread hand-off (measured at 1M); dense is not."""
+    from indexes.shard_pool import usable_cpus
+
+    docs = random_docs(np.random.default_rng(3), 40)
+    ranges = shard_ranges(len(docs), N_SHARDS)
+    write_shards(tmp_path / "lex", docs, None, ranges, Bm25Params(), None)
+    assert ShardedBm25.load(tmp_path / "lex" / "bm25", Bm25Params(), ranges).pool.size == 1
+    assert ShardedBm25.load(tmp_path / "lex" / "bm25", Bm25Params(), ranges, search_threads=2).pool.size == 2
+    vectors = unit_vectors(np.random.default_rng(4), 40)
+    for s, (a, b) in enumerate(ranges):
+        write_dense_shard(tmp_path / "dense" / f"shard-{s:04d}", vectors[a:b], DenseParams(kind="flat"))
+    write_dense_globals(tmp_path / "dense", DenseParams(kind="flat"), ranges)
+    dense = ShardedDense.load(tmp_path / "dense", ranges)
+    assert dense.pool.size == min(N_SHARDS, usable_cpus())
