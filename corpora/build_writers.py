@@ -125,7 +125,8 @@ def dense_shard_from_spool(folder: Path, spool: Spool, start: int, end: int, par
 def _ivfpq_from_spool(
     engine: BuildEngine, folder: Path, spool: Spool, params: DenseParams, ranges: list[tuple[int, int]]
 ) -> None:
-    """As ``_ivfpq_from_shards`` (the same sample, rows and files), each step a task over the spool."""
+    """``indexes/dense/ivf.py``'s build (the sample ``training_sample`` takes, shards added under their
+    global rows, merged in row order), each step a task that reads the spool."""
     from indexes.shards import shard_dir
 
     parts = folder.parent / ".ivfpq-parts"

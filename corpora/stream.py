@@ -21,9 +21,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-from array import array
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -34,7 +33,8 @@ from core.types import Chunk
 from corpora.spool import Spool
 from indexes import text
 from indexes.chunkstore import ChunkWriter
-from indexes.shards import Bm25Stats
+from indexes.manifest import add_to_fingerprint
+from indexes.shards import Bm25Counter, Bm25Stats
 
 BATCH_CHUNKS = 8192  # chunks per batch: ~12 MB of vectors; the Ray engine starts its embedders once per batch
 SPOOL_DIR = ".spool"
@@ -60,30 +60,6 @@ class Streamed:
         return self.stats.n_docs
 
 
-@dataclass
-class _Counts:
-    """The global BM25 statistics, counted a batch at a time."""
-
-    vocab: dict[str, int] = field(default_factory=dict)
-    df: array[int] = field(default_factory=lambda: array("q"))
-    rows: int = 0
-    tokens: int = 0
-
-    def ids(self, tokens: list[str]) -> list[int]:
-        """``tokens`` as global ids (new ones numbered as they first appear), counted."""
-        ids = [self.vocab.setdefault(t, len(self.vocab)) for t in tokens]
-        self.df.extend([0] * (len(self.vocab) - len(self.df)))
-        for i in dict.fromkeys(ids):
-            self.df[i] += 1
-        self.rows += 1
-        self.tokens += len(tokens)
-        return ids
-
-    def stats(self) -> Bm25Stats:
-        df = np.frombuffer(self.df, dtype=np.int64).copy() if self.df else np.zeros(0, np.int64)
-        return Bm25Stats(self.vocab, df, self.rows, self.tokens)
-
-
 def spool_rows(
     chunks: Iterable[Chunk],
     work: Path,
@@ -96,16 +72,16 @@ def spool_rows(
 ) -> Streamed:
     """Every chunk to ``work/chunks.jsonl`` and the spool in ``work/.spool`` (see the module)."""
     spool = Spool(work / SPOOL_DIR, dim if embed is not None else 0).create()
-    counts, digest, reused = _Counts(), hashlib.sha256(), 0
+    counts, digest, reused = Bm25Counter(), hashlib.sha256(), 0
     bar = tqdm(desc="indexing", unit="chunk", disable=not progress)
     with ChunkWriter(work) as writer:
         for rows in _batches(chunks, batch, timer, work):
             with timer.timed("chunk", "writing chunks", work):
                 for chunk in rows:
                     writer.add(chunk)
-                    digest.update(chunk.chunk_id.encode() + b"\0" + chunk.text.encode() + b"\0")
+                    add_to_fingerprint(digest, chunk)
                 passages = [text.indexed_text(c.title, c.section, c.text) for c in rows]
-                token_ids = [counts.ids(text.tokenize(p)) for p in passages]
+                token_ids = [counts.add(text.tokenize(p)) for p in passages]
             vectors = None
             if embed is not None:
                 with timer.timed("embed", "embedding (writing the vector cache)", spool.folder):

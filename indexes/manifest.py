@@ -26,8 +26,13 @@ def corpus_fingerprint(chunks: Iterable[Chunk]) -> str:
     """sha256 over ``chunk_id``, NUL, ``text``, NUL for every chunk in order."""
     digest = hashlib.sha256()
     for chunk in chunks:
-        digest.update(chunk.chunk_id.encode("utf-8") + b"\0" + chunk.text.encode("utf-8") + b"\0")
+        add_to_fingerprint(digest, chunk)
     return digest.hexdigest()
+
+
+def add_to_fingerprint(digest: Any, chunk: Chunk) -> None:
+    """One chunk into a running ``corpus_fingerprint`` (a streamed build hashes as it writes)."""
+    digest.update(chunk.chunk_id.encode("utf-8") + b"\0" + chunk.text.encode("utf-8") + b"\0")
 
 
 def file_digest(path: Path) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -101,20 +102,36 @@ class Bm25Stats:
     total_tokens: int
 
 
+class Bm25Counter:
+    """Counts rows one at a time: token ids in order of first appearance (not set(): its order
+    changes with the hash seed), documents per token, rows and tokens."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.df = array("q")
+        self.rows = self.tokens = 0
+
+    def add(self, tokens: Sequence[str]) -> list[int]:
+        """Count one row; returns its tokens' global ids."""
+        ids = [self.vocab.setdefault(t, len(self.vocab)) for t in tokens]
+        self.df.extend([0] * (len(self.vocab) - len(self.df)))
+        for i in dict.fromkeys(ids):
+            self.df[i] += 1
+        self.rows += 1
+        self.tokens += len(tokens)
+        return ids
+
+    def stats(self) -> Bm25Stats:
+        df = np.frombuffer(self.df, dtype=np.int64).copy() if self.df else np.zeros(0, np.int64)
+        return Bm25Stats(self.vocab, df, self.rows, self.tokens)
+
+
 def bm25_stats(token_lists: Iterable[Sequence[str]]) -> Bm25Stats:
     """One pass over one shard's rows (ids in order of first appearance)."""
-    vocab: dict[str, int] = {}
-    counts: list[int] = []
-    n_docs = total = 0
+    counter = Bm25Counter()
     for tokens in token_lists:
-        n_docs += 1
-        total += len(tokens)
-        for token in dict.fromkeys(tokens):  # not set(): its order changes with the hash seed
-            tid = vocab.setdefault(token, len(vocab))
-            if tid == len(counts):
-                counts.append(0)
-            counts[tid] += 1
-    return Bm25Stats(vocab, np.asarray(counts, dtype=np.int64), n_docs, total)
+        counter.add(tokens)
+    return counter.stats()
 
 
 def merge_bm25_stats(parts: Sequence[Bm25Stats]) -> Bm25Stats:
