@@ -37,7 +37,16 @@ from typing import Any
 
 from core.paths import Paths
 from core.types import Answer
-from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, load_clinician, outcome
+from evals.datasets.clinician import (
+    FROZEN_SHA256,
+    TEST2_FILE,
+    ClinicianItem,
+    file_sha256,
+    key_fact_given,
+    load_clinician,
+    outcome,
+    sibling_given,
+)
 from evals.engine.generation_cache import CachingGenerator
 from evals.metrics.choice import wilson_interval
 from evals.metrics.stats import mcnemar_exact
@@ -88,6 +97,18 @@ def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[s
     """One question's record: the answer, its outcome and every generated sentence's support."""
     cited = [c.doc_id for c in answer.citations]
     result = outcome(item, answer.mode, answer.text, cited)
+    sibling = None
+    if item.siblings:  # which of the sibling lines was shown: the patient's, another's, or none
+        shown = answer.mode == "rag"
+        sibling = (
+            "withheld"
+            if not shown
+            else "wrong"
+            if sibling_given(item, answer.text)
+            else "right"
+            if key_fact_given(item, answer.text)
+            else "other"
+        )
     return {
         "qid": item.qid,
         "kind": item.kind,
@@ -95,6 +116,7 @@ def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[s
         "question": item.question,
         "mode": answer.mode,
         "outcome": result,
+        "sibling": sibling,
         "text": answer.text,
         "cited": cited,
         "evidence": [h.chunk.chunk_id for h in answer.evidence],
@@ -168,6 +190,9 @@ def summary(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             }
             for name, k in sorted(counts.items())
         }
+    siblings = Counter(r["sibling"] for r in records if r.get("sibling"))
+    if siblings:  # answerable questions with sibling lines: which one was shown
+        out["siblings"] = {"n": sum(siblings.values()), **dict(sorted(siblings.items()))}
     return out
 
 
@@ -330,7 +355,7 @@ def thresholds(text: str) -> list[float]:
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("dev", "test"), default="dev")
+    parser.add_argument("--part", choices=("dev", "test", "test-2"), default="dev")
     parser.add_argument("--profile", default="default")
     parser.add_argument("--about", choices=("judged", "every", "off"), default=None)
     parser.add_argument("--min-about", type=float, default=None)
@@ -394,7 +419,8 @@ def run(args: argparse.Namespace) -> None:
     paths = Paths.from_env()
     profile = load_profile(args.profile)
     # In a seeded random order, kinds interleaved: a run stopped early is a random sample of the part.
-    items = load_clinician(part=args.part)
+    questions = TEST2_FILE if args.part == "test-2" else None
+    items = load_clinician(TEST2_FILE) if questions else load_clinician(part=args.part)
     random.Random(SEED).shuffle(items)
     items = items[: args.limit]
     if args.ablate:  # the questions of an earlier run
@@ -428,7 +454,7 @@ def run(args: argparse.Namespace) -> None:
         "part": args.part,
         "profile": args.profile,
         "quote": profile.quote.model_dump(),  # what the quote path ran with
-        "questions_sha256": file_sha256(),
+        "questions_sha256": file_sha256(questions) if questions else file_sha256(),
         "frozen_sha256": FROZEN_SHA256,
         "settings": {k: repr(v) for k, v in changes.items()},
         "generations": {"cached": generator.hits, "generated": generator.misses},

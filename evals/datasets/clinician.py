@@ -16,6 +16,12 @@ The file was frozen before anything was tuned on it: :data:`FROZEN_SHA256` is it
 test fails when the file changes. Parts are split by source: a guideline folder (or an HPO
 disease) is wholly in ``dev`` or wholly in ``test`` (:func:`part_of`); tune on ``dev`` only.
 How an answer is scored is :func:`outcome`.
+
+``test-2`` (``clinician_test2.jsonl``, :data:`TEST2_SHA256`, issue 46) is a fresh test part over
+the same test folders, written after the first was spent by nine candidates: at least half of
+its answerable questions state a patient condition that selects one of several sibling lines
+(``siblings``, verbatim), and ``sibling_fact`` matches the siblings and not the answer, so a
+shown sibling counts as a wrong answer even beside the right line.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ INDEX = "default"
 QUESTIONS_FILE = Path(__file__).with_name("clinician_questions.jsonl")
 # taken before any tuning; tests/unit/evals/test_clinician.py checks it
 FROZEN_SHA256 = "2a26e734f1d250159ee65bf5b81be4fd1dd141c572596b8c95956b8bf3dd440e"
+TEST2_FILE = Path(__file__).with_name("clinician_test2.jsonl")
+# frozen before the condition reader's first candidate (issue 46); tests/unit/evals/test_clinician.py checks it
+TEST2_SHA256 = "c4271e6727ec102e17a041dd234968d44fe12ba31a3eaf8084b01a5cf1f2a7e0"
 KINDS = ("answerable", "near", "far")
 Part = Literal["dev", "test"]
 Outcome = Literal["correct", "other_source", "wrong", "abstained", "degraded", "answered"]
@@ -53,6 +62,9 @@ class ClinicianItem:
     quote: str | None = None
     sources: tuple[str, ...] = ()  # document-id prefixes a citation may point at to count
     wording: tuple[str, ...] = field(default=())
+    siblings: tuple[str, ...] = ()  # test-2: lines of the same guideline for another patient
+    sibling_fact: str | None = None  # matches every sibling line and not the answer
+    condition: str | None = None  # test-2: the patient condition the question states
 
     @property
     def answerable(self) -> bool:
@@ -125,6 +137,9 @@ def _item(row: dict[str, Any]) -> ClinicianItem:
         quote=row.get("quote"),
         sources=sources,
         wording=tuple(row.get("wording", ())),
+        siblings=tuple(row.get("siblings", ())),
+        sibling_fact=row.get("sibling_fact"),
+        condition=(row.get("condition") or {}).get("text"),
     )
 
 
@@ -146,6 +161,11 @@ def key_fact_given(item: ClinicianItem, text: str) -> bool:
     return bool(item.key_fact and re.search(item.key_fact, normalise_answer(text), re.IGNORECASE))
 
 
+def sibling_given(item: ClinicianItem, text: str) -> bool:
+    """Whether ``text`` states a sibling line's fact (a line for another band or population)."""
+    return bool(item.sibling_fact and re.search(item.sibling_fact, normalise_answer(text), re.IGNORECASE))
+
+
 def cites_source(item: ClinicianItem, cited_documents: Iterable[str]) -> bool:
     """Whether one of ``cited_documents`` is the answering passage's document (or one that also
     answers, ``also_in``): a guideline summary's section file, or an HPO disease reference."""
@@ -157,7 +177,8 @@ def outcome(item: ClinicianItem, mode: str, text: str, cited_documents: Sequence
 
     Answerable: ``correct`` (mode rag, the key fact stated, a citation to the answering
     passage's document), ``other_source`` (the key fact, but cited elsewhere only), ``wrong``
-    (mode rag without the key fact: a wrong or missing dose, number or drug), ``abstained`` or
+    (mode rag without the key fact: a wrong or missing dose, number or drug; or with a sibling
+    line's fact beside it), ``abstained`` or
     ``degraded``. Unanswerable: ``abstained``, ``degraded`` (evidence listed, no answer) or
     ``answered`` (any rag answer: the sources do not hold it).
     """
@@ -167,6 +188,6 @@ def outcome(item: ClinicianItem, mode: str, text: str, cited_documents: Sequence
         return "degraded"
     if not item.answerable:
         return "answered"
-    if not key_fact_given(item, text):
+    if not key_fact_given(item, text) or sibling_given(item, text):
         return "wrong"
     return "correct" if cites_source(item, cited_documents) else "other_source"

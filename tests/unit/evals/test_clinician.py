@@ -10,12 +10,15 @@ from core.errors import SourceError
 from evals.datasets.clinician import (
     FROZEN_SHA256,
     QUESTIONS_FILE,
+    TEST2_FILE,
+    TEST2_SHA256,
     ClinicianItem,
     file_sha256,
     key_fact_given,
     load_clinician,
     outcome,
     part_of,
+    sibling_given,
 )
 
 
@@ -95,3 +98,49 @@ def test_a_bad_file_is_refused_with_its_line(tmp_path):
     with pytest.raises(SourceError, match="duplicate id 'f'"):
         load_clinician(path)
     assert QUESTIONS_FILE.name == "clinician_questions.jsonl"
+
+
+def test_test2_is_the_frozen_file_over_test_folders_only():
+    """test-2 (issue 46) was hashed before the condition reader's first candidate; its guideline
+    folders are all test-part folders, and no question repeats one of the first file's."""
+    assert file_sha256(TEST2_FILE) == TEST2_SHA256
+    items = load_clinician(TEST2_FILE)
+    assert all(i.part == "test" for i in items if i.kind != "far")
+    first = {" ".join(i.question.lower().split()) for i in load_clinician()}
+    assert not first & {" ".join(i.question.lower().split()) for i in items}
+
+
+def test_test2_has_the_sizes_issue_46_asks_for():
+    items = load_clinician(TEST2_FILE)
+    answerable = [i for i in items if i.kind == "answerable"]
+    assert len(answerable) >= 300 and sum(1 for i in items if i.kind == "near") >= 100
+    assert sum(1 for i in items if i.kind == "far") >= 30
+    assert sum(1 for i in answerable if i.condition) * 2 >= len(answerable)
+
+
+def test_test2_key_facts_match_the_answer_and_no_sibling():
+    """Each answerable key fact matches its answering line and none of its sibling lines, and the
+    sibling fact matches every sibling and not the answer, so scoring can tell them apart."""
+    for item in load_clinician(TEST2_FILE):
+        if item.kind != "answerable":
+            continue
+        assert item.quote and key_fact_given(item, item.quote), item.qid
+        assert not any(key_fact_given(item, s) for s in item.siblings), item.qid
+        assert all(sibling_given(item, s) for s in item.siblings), item.qid
+        assert not sibling_given(item, item.quote), item.qid
+
+
+def test_a_shown_sibling_makes_an_answer_wrong():
+    item = ClinicianItem(
+        qid="x",
+        kind="answerable",
+        question="Potassium 3.1: replacement rate?",
+        group="g",
+        key_fact=r"10\s*mmol",
+        sources=("open-medicine:g",),
+        siblings=("K+ 3.5-5.0: add 20-30 mmol per liter",),
+        sibling_fact=r"20\s*-\s*30\s*mmol",
+    )
+    assert outcome(item, "rag", "Replace at 10 mmol/hour", ["open-medicine:g/x"]) == "correct"
+    both = "Replace at 10 mmol/hour. Add 20-30 mmol per liter"
+    assert outcome(item, "rag", both, ["open-medicine:g/x"]) == "wrong"
