@@ -24,8 +24,7 @@ from typing import Any
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 from rag.check.gate import SupportChecker, SupportGate
-from rag.check.quote_judge import QuoteJudge
-from rag.check.quotes import Quote, QuoteModel, best_quotes, quoted_answer, sentences
+from rag.check.quotes import QuoteModel, best_quotes, confident, quoted_answer, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.choice import choose_option
@@ -77,10 +76,9 @@ class PipelineSettings:
     # word, when the quote model gives the best one at least this (rag/check/quotes.py)
     quote_threshold: float | None = _PROFILE.quote.threshold
     quote_sentences: int = _PROFILE.quote.sentences
-    # None: no judge; a (floor, threshold) pair: a quote whose best line the quote model puts
-    # from the floor up to quote_threshold is shown when the generator's P(yes) that the lines
-    # answer reaches the threshold (rag/check/quote_judge.py)
-    quote_judge: tuple[float, float] | None = _PROFILE.quote.judge_pair()
+    # None: one threshold; a probability: the bar for a best line that fits the patient's stated
+    # band, age or sex (rag/check/quotes.py:confident)
+    quote_fit_threshold: float | None = _PROFILE.quote.fit_threshold
     # None: quotes come from the kept passages; (floor, n): from the n most relevant candidates
     # scored at least floor, kept or not
     quote_pool: tuple[float, int] | None = _PROFILE.quote.pool()
@@ -104,7 +102,7 @@ class PipelineSettings:
             gate_rules=_rules(profile),
             quote_threshold=profile.quote.threshold,
             quote_sentences=profile.quote.sentences,
-            quote_judge=profile.quote.judge_pair(),
+            quote_fit_threshold=profile.quote.fit_threshold,
             quote_pool=profile.quote.pool(),
         )
 
@@ -182,8 +180,6 @@ class Pipeline:
         self.verifier = with_rules(self.settings.gate_rules) if with_rules is not None else verifier
         self._sentences = _sentence_model(reranker, "sentence_budget", self.settings.sentence_budget)
         self._quoter = _sentence_model(reranker, "quote.threshold", self.settings.quote_threshold)
-        judge = self.settings.quote_judge
-        self._quote_judge = QuoteJudge(generator, judge[1], judge[0]) if judge is not None else None
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
 
@@ -400,20 +396,12 @@ class Pipeline:
         quotes = best_quotes(scored, QuoteModel.shipped(), s.quote_sentences)
         if not quotes:
             return None
-        if quotes[0].probability < s.quote_threshold and not self._judged(question, quotes, clock):
+        if not confident(quotes, s.quote_threshold, s.quote_fit_threshold):
             return None
         answer = quoted_answer(question, quotes, pool, clock.timings, found.usage, found.notes)
         if any(stop in answer.text for stop in s.stop):  # a client's stop sequence: generation honours it
             return None
         return answer
-
-    def _judged(self, question: str, quotes: Sequence[Quote], clock: Clock) -> bool:
-        """Whether the quote judge, when there is one, accepts quotes under the threshold (timed
-        only when it is asked: from its floor up)."""
-        judge = self._quote_judge
-        if judge is None or quotes[0].probability < judge.floor:
-            return False
-        return bool(clock.run("quote judge", judge.accepts, question, quotes))
 
     def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:
         """Why the pipeline abstains before generating, if it does: no passage cleared the evidence

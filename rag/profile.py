@@ -109,23 +109,18 @@ class QuoteConfig(_Strict):
     # (rag/check/quotes.py) gives the best sentence at least this
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     sentences: int = Field(default=3, ge=1, le=10)  # how many sentences a quoted answer shows
-    # The local model judges quotes the quote model is unsure of (rag/check/quote_judge.py):
-    # from judge_floor up to the threshold, a quote is shown when P(yes) reaches judge. None: off.
+    # A lower bar for a line whose own band, age or sex holds the patient the question describes
+    # (the condition reader, rag/check/conditions.py); None: the threshold for every line
+    fit_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     # Which passages a quote may come from: None, the kept evidence ([rerank] threshold and
     # keep); a probability, the pool_keep most relevant candidates from it up (a line that
     # answers is often in a passage under the evidence threshold)
     pool_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     pool_keep: int = Field(default=8, ge=1, le=50)
-    judge: float | None = Field(default=None, ge=0.0, le=1.0)
-    judge_floor: float = Field(default=0.0, ge=0.0, le=1.0)
 
     def pool(self) -> tuple[float, int] | None:
         """(relevance floor, how many) of the passages quotes come from; None: the kept ones."""
         return None if self.pool_threshold is None else (self.pool_threshold, self.pool_keep)
-
-    def judge_pair(self) -> tuple[float, float] | None:
-        """(floor, threshold) of the quote judge, or None when it is off."""
-        return None if self.judge is None or self.threshold is None else (self.judge_floor, self.judge)
 
 
 class Profile(_Strict):

@@ -43,7 +43,7 @@ QUESTIONS_FILE = Path(__file__).with_name("clinician_questions.jsonl")
 # taken before any tuning; tests/unit/evals/test_clinician.py checks it
 FROZEN_SHA256 = "2a26e734f1d250159ee65bf5b81be4fd1dd141c572596b8c95956b8bf3dd440e"
 TEST2_FILE = Path(__file__).with_name("clinician_test2.jsonl")
-# frozen before the condition reader's first candidate (issue 46); tests/unit/evals/test_clinician.py checks it
+# frozen before the first candidate of issue 46 (tests/unit/evals/test_clinician.py)
 TEST2_SHA256 = "c4271e6727ec102e17a041dd234968d44fe12ba31a3eaf8084b01a5cf1f2a7e0"
 KINDS = ("answerable", "near", "far")
 Part = Literal["dev", "test"]

@@ -24,6 +24,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "ask-questions": "bench.answers.ask_questions",
         "clinician": "bench.answers.clinician",
         "clinician-passages": "bench.answers.clinician_passages",
+        "condition-reader": "bench.answers.condition_reader",
         "evidence-threshold": "bench.answers.evidence_threshold",
         "judge-prompts": "bench.answers.judge_prompts",
         "quote-reach": "bench.answers.quote_reach",
@@ -48,7 +49,6 @@ PROGRAMS: dict[str, dict[str, str]] = {
     "train": {
         "aboutness": "training.aboutness",
         "quotes": "training.quotes",
-        "quote-judge": "training.quote_judge",
     },
     "study": {
         "verifier": "evals.studies.verifier",

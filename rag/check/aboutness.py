@@ -98,6 +98,7 @@ from pathlib import Path
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
+from rag.check.conditions import subtypes
 from rag.check.dose_scope import QUALIFIERS
 from rag.check.rules import GateRules
 from rag.check.terms import SAME_MEASURE, Concept, Vocabulary, chunk_stems, coverage, stem
@@ -288,18 +289,9 @@ def unspoken(kinds: Sequence[AskedFor], chunk: Chunk) -> tuple[str, ...]:
     return tuple(kind.name for kind in kinds if not kind.speaks_of.search(text))
 
 
-_ROMAN = dict(zip("i ii iii iv v vi vii viii ix x".split(), map(str, range(1, 11)), strict=True))
-_SUBTYPE = re.compile(r"\btype\s+([0-9]{1,2}[a-z]?|[ivx]{1,4}|[a-z][0-9]?)\b", re.IGNORECASE)
-
-
-def _subtype_key(label: str) -> str:
-    label = label.lower()
-    return _ROMAN.get(label, label)
-
-
-def subtypes(question: str) -> tuple[str, ...]:
-    """The "type X" subtypes the question names, as written ("type 2", "type C")."""
-    return tuple(dict.fromkeys(f"type {m[1]}" for m in _SUBTYPE.finditer(question)))
+def question_subtypes(question: str) -> tuple[str, ...]:
+    """The "type X" subtypes the question names ("type 2", "type c"), read by the condition reader."""
+    return tuple(f"type {key}" for key in sorted(subtypes(question)))
 
 
 @dataclass(frozen=True)
@@ -327,7 +319,7 @@ class Question:
         terms = key_terms(question)
         return cls(
             terms=terms,
-            subtypes=subtypes(question) if rules.subtypes else (),
+            subtypes=question_subtypes(question) if rules.subtypes else (),
             kinds=asked_for(question) if rules.asked_for else (),
             populations=populations(question) if rules.populations else (),
             concepts=(vocabulary or Vocabulary.empty()).concepts(
@@ -414,6 +406,5 @@ def missing_subtypes(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
     """The subtypes ``chunk`` (title, section path, text) does not name while naming another (rule 4)."""
     if not names:
         return ()
-    text = indexed_text(chunk.title, chunk.section, chunk.text)
-    have = {_subtype_key(m[1]) for m in _SUBTYPE.finditer(text)}
-    return tuple(name for name in names if have and _subtype_key(name.split()[1]) not in have)
+    have = subtypes(indexed_text(chunk.title, chunk.section, chunk.text))
+    return tuple(name for name in names if have and name.split()[1] not in have)

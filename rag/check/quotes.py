@@ -41,6 +41,7 @@ import numpy as np
 from core.errors import ConfigError
 from core.types import Answer, Chunk, Citation, Hit, SentenceSupport
 from rag.check.aboutness import Question, about_features, asked_for
+from rag.check.conditions import SILENT, Conditions, LineContext, Verdict, question_conditions, verdict
 from rag.check.plain_text import plain_text
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary, chunk_stems
@@ -59,6 +60,8 @@ FEATURES = (
     "number_given",
     "number_missing",
     "log_words",
+    "condition_band",
+    "condition_named",
 )
 # a question that asks for a quantity, a time or a threshold
 ASKS_NUMBER = re.compile(
@@ -84,6 +87,7 @@ class Quote:
     source: int
     probability: float
     lead: str = ""  # the line a list item hangs from, or a table row's header (raw Markdown)
+    fit: Verdict = SILENT  # the condition reader's judgement of the line's patient
 
 
 @dataclass(frozen=True)
@@ -167,18 +171,34 @@ def _quotable(chunk: Chunk) -> list[tuple[int, int]]:
 
 
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+_BRANCH = re.compile(r"^\s*(?:-+>|→|=>)\s*")  # a flowchart's step: "  --> K+ < 3.5 mmol/L?"
 LEAD_CHARS = 200  # a longer line above a list is prose, not its lead-in
 
 
+def _branch_head(line: str, above: list[str], cut: bool) -> str:
+    """The step a flowchart line hangs from: the nearest line above indented less."""
+    indent = len(line) - len(line.lstrip())
+    for i in range(len(above) - 1, -1, -1):
+        candidate = above[i]
+        if candidate.strip() and len(candidate) - len(candidate.lstrip()) < indent:
+            too_long = len(candidate.strip()) > LEAD_CHARS
+            return "" if (cut and i == 0) or too_long else candidate.strip()
+    return ""
+
+
 def lead_in(text: str, start: int, cut: bool) -> str:
-    """What the sentence at ``text[start:]`` hangs from, when it is a list item or a table row:
-    the nearest line above that is not an item of the list ("**Bivalirudin** (Class I):" above
-    "- Bolus: 0.75 mg/kg IV"), or the table's header and separator rows. Empty for prose, and
+    """What the sentence at ``text[start:]`` hangs from, when it is a list item, a table row or a
+    flowchart step: the nearest line above that is not an item of the list ("**Bivalirudin**
+    (Class I):" above "- Bolus: 0.75 mg/kg IV"), the table's header and separator rows, or the
+    step indented less ("--> K+ < 3.5 mmol/L?" above "--> Replace at 10 mmol/hour IV"), whose
+    condition then stands with the line. Empty for prose, and
     when the line is not in ``text`` (``cut``: the chunk starts mid-document, so its first line
     may be the end of something else)."""
     line_start = text.rfind("\n", 0, start) + 1
     line = text[line_start:].split("\n", 1)[0]
     above = text[:line_start].split("\n")[:-1]
+    if _BRANCH.match(line):
+        return _branch_head(line, above, cut)
     if line.lstrip().startswith("|"):
         for i in range(len(above) - 1, 0, -1):
             if _SEPARATOR_ROW.match(above[i]):
@@ -205,8 +225,18 @@ def quote_text(quote: Quote) -> str:
     text = " ".join(plain_text(sentence).split()).lstrip("-*>• ").strip()
     if not quote.lead:
         return text
-    lead = " ".join(plain_text(quote.lead).split())
-    return f"{lead} {text}" if lead.endswith(":") else f"{lead}: {text}"
+    lead = " ".join(plain_text(quote.lead).split()).lstrip("-=>→ ")
+    return f"{lead} {text}" if lead.endswith((":", "?")) else f"{lead}: {text}"
+
+
+def shown_text(quote: Quote) -> str:
+    """:func:`quote_text`, after the heading that states the condition selecting the line when
+    only a heading states it ("Elderly (>= 75 years): Enoxaparin: reduced dose ...")."""
+    text = quote_text(quote)
+    section = quote.hit.chunk.section
+    if quote.fit.from_heading and section:
+        return f"{' '.join(plain_text(section[-1]).split())}: {text}"
+    return text
 
 
 def off_scope(
@@ -231,9 +261,17 @@ def sentences(
     one batch; with ``rules``, none from a passage :func:`off_scope` names."""
     barred = off_scope(question, hits, vocabulary, rules) if rules is not None else set()
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
+    leads = [lead_in(hits[n].chunk.text, s, hits[n].chunk.start > 0) for n, s, e in units]
+    # a line stated for another patient (band, age, sex, drug, route, ...) is never a quote
+    patient = question_conditions(question)
+    fits = [
+        _fit(patient, hits[n].chunk, s, e, lead, question)
+        for (n, s, e), lead in zip(units, leads, strict=True)
+    ]
+    keep = [i for i, fit in enumerate(fits) if fit.state != "conflicts"]
+    units, leads, fits = [units[i] for i in keep], [leads[i] for i in keep], [fits[i] for i in keep]
     if not units:
         return Sentences((), np.zeros((0, len(FEATURES))))
-    leads = [lead_in(hits[n].chunk.text, s, hits[n].chunk.start > 0) for n, s, e in units]
     texts = [
         headed(hits[n].chunk, s, e)
         if not lead
@@ -266,24 +304,38 @@ def sentences(
                 asks_number * gives,
                 asks_number * (1.0 - gives),
                 math.log1p(len(piece.text.split())),
+                1.0 if fits[i].tier == 2 else 0.0,
+                1.0 if fits[i].tier == 1 else 0.0,
             )
         )
-        quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0, leads[i]))
+        quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0, leads[i], fits[i]))
     return Sentences(tuple(quotes), np.asarray(rows, dtype=np.float64))
+
+
+def _fit(patient: Conditions, chunk: Chunk, start: int, end: int, lead: str, question: str) -> Verdict:
+    """The condition reader's verdict on one line, read with its lead-in and headings."""
+    context = LineContext(chunk.text[start:end], lead, (chunk.title, *chunk.section))
+    return verdict(patient, context, asks_amount=bool(ASKS_NUMBER.search(question)))
 
 
 def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
     """The ``count`` sentences most likely to answer, best first (ties: document order), each
     document span once (overlapping chunks hold the same sentence).
 
-    The later ones are shown whatever their probability: on dev, asking them to reach 0.1-0.3
-    as well only lost correct answers (``training/quotes.py`` measured it)."""
+    When a line whose band, age or sex holds the patient is among the likely ones (at least half
+    the best probability), only such lines are shown: the row for the patient's INR band, not
+    its siblings the reader found silent. The later ones are shown whatever their probability:
+    on dev, asking them to reach 0.1-0.3 as well only lost correct answers
+    (``training/quotes.py`` measured it)."""
     if not found.quotes:
         return []
     p = model.probabilities(found.features)
+    likely = [i for i in range(len(p)) if p[i] >= 0.5 * float(p.max())]
+    tier = 2 if any(found.quotes[i].fit.tier == 2 for i in likely) else 0
+    order = [i for i in sorted(range(len(p)), key=lambda i: (-p[i], i)) if found.quotes[i].fit.tier >= tier]
     chosen: list[Quote] = []
     seen: set[tuple[str, int, int]] = set()
-    for i in sorted(range(len(p)), key=lambda i: (-p[i], i)):
+    for i in order:
         chunk = found.quotes[i].hit.chunk
         if (chunk.doc_id, chunk.start, chunk.end) in seen:
             continue
@@ -292,6 +344,22 @@ def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
         if len(chosen) == count:
             break
     return chosen
+
+
+def confident(quotes: Sequence[Quote], threshold: float, fit_threshold: float | None = None) -> bool:
+    """Whether the best quote is likely enough to show: ``threshold``, or ``fit_threshold`` when
+    the line itself states a band, age or sex that holds the patient asked about (chosen on dev
+    by ``medcite train quotes``)."""
+    if not quotes:
+        return False
+    best = quotes[0]
+    if fit_threshold is not None and best.fit.tier == 2 and not best.fit.from_heading:
+        return best.probability >= min(threshold, fit_threshold)
+    return best.probability >= threshold
+
+
+def _fit_reason(fit: Verdict) -> tuple[str, ...]:
+    return (f"stated for the patient asked about: {', '.join(fit.matched)}",) if fit.state == "fits" else ()
 
 
 QUOTED_NOTE = (
@@ -312,7 +380,7 @@ def quoted_answer(
     passage it comes from; each citation spans exactly the quoted sentence."""
     lines, supports = [], []
     for quote in quotes:
-        text = quote_text(quote)
+        text = shown_text(quote)
         lines.append(f"- {text} [{quote.source}]")
         supports.append(
             SentenceSupport(
@@ -320,7 +388,10 @@ def quoted_answer(
                 markers=(quote.source,),
                 support=1.0,  # a sentence of its passage, word for word
                 supported=True,
-                reasons=(f"quoted; P(answers the question) = {quote.probability:.2f}",),
+                reasons=(
+                    f"quoted; P(answers the question) = {quote.probability:.2f}",
+                    *_fit_reason(quote.fit),
+                ),
             )
         )
     return Answer(

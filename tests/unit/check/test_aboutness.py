@@ -13,8 +13,8 @@ from rag.check.aboutness import (
     missing_subtypes,
     missing_terms,
     populations,
+    question_subtypes,
     stem,
-    subtypes,
     unnamed_populations,
     unspoken,
 )
@@ -175,15 +175,15 @@ def test_a_missed_dose_needs_a_passage_about_missing_one_not_only_a_dose():
 
 def test_a_subtype_must_be_named_by_the_passage_in_either_numeral():
     question = "What are the symptoms of Hyperprolinemia type 2 ?"
-    assert subtypes(question) == ("type 2",)
+    assert question_subtypes(question) == ("type 2",)
     type_1 = chunk("Hyperprolinemia type 1", ("Phenotypes",), "Proteinuria\nProlinuria")
     type_ii = chunk("Hyperprolinemia type II", ("Phenotypes",), "Seizure")
-    assert missing_subtypes(subtypes(question), type_1) == ("type 2",)
-    assert missing_subtypes(subtypes(question), type_ii) == ()
+    assert missing_subtypes(question_subtypes(question), type_1) == ("type 2",)
+    assert missing_subtypes(question_subtypes(question), type_ii) == ()
     assert is_about(question, type_1)  # the key terms alone cannot tell the two apart
-    assert subtypes("Symptoms of Brachydactyly type C?") == ("type C",)
-    assert missing_subtypes(("type C",), chunk("Brachydactyly type A2", (), "Short finger")) == ("type C",)
-    assert subtypes("Which blood type is universal?") == ()
+    assert question_subtypes("Symptoms of Brachydactyly type C?") == ("type c",)
+    assert missing_subtypes(("type c",), chunk("Brachydactyly type A2", (), "Short finger")) == ("type c",)
+    assert question_subtypes("Which blood type is universal?") == ()
     # the words that ask for a missed dose or storage leave the subject alone: the kinds check them
     assert key_terms("What should I do if I forget a dose of Niacin ?")[-1] == "niacin"
     assert "storage" not in key_terms("What should I know about storage and disposal of Ibuprofen ?")

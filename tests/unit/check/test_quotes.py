@@ -19,6 +19,7 @@ from rag.check.quotes import (
     quote_text,
     quoted_answer,
     sentences,
+    shown_text,
 )
 from tests.helpers import make_hit
 
@@ -166,7 +167,8 @@ def test_a_list_item_or_table_row_carries_the_line_it_hangs_from(fragment, lead)
 
 def test_a_quote_shows_its_lead_in_and_a_table_row_its_columns_and_cites_only_its_sentence():
     hit = make_hit("doc#0", LIST, score=0.8, start=40, end=40 + len(LIST), doc_id="doc")
-    found = sentences("What is the bivalirudin bolus dose?", [hit], Keywords("Bolus", "Fluticasone"), None)
+    # no drug named: a question naming bivalirudin bars the fluticasone row (another drug's dose)
+    found = sentences("What is the bolus dose?", [hit], Keywords("Bolus", "Fluticasone"), None)
     by_start = {q.hit.chunk.text.split()[0]: q for q in found.quotes}
     bolus, row = by_start["**Bolus:**"], by_start["|"]
     assert by_start["Prose"].lead == "" and quote_text(by_start["Prose"]) == "Prose stands alone."
@@ -178,3 +180,58 @@ def test_a_quote_shows_its_lead_in_and_a_table_row_its_columns_and_cites_only_it
     )  # the span: the item
     answer = quoted_answer("q", [bolus], [hit], {}, {}, [])
     assert "Bivalirudin (Class I, LOE: B): Bolus: 0.75 mg/kg IV" in answer.text
+
+
+BANDS = (
+    "- K+ < 3.5 mmol/L: replace at 10 mmol/hour IV before insulin.\n"
+    "- K+ 3.5-5.0 mmol/L: add 20-30 mmol potassium per liter of fluid.\n"
+    "- Recheck potassium every 2 hours.\n"
+)
+
+
+def test_a_line_for_another_band_is_never_a_quote_and_the_patients_line_comes_first():
+    hit = make_hit("doc#0", BANDS, score=0.8, start=0, end=len(BANDS), doc_id="doc")
+    found = sentences("Potassium of 3.1: how fast do I replace it?", [hit], Keywords("mmol"), None)
+    texts = [q.hit.chunk.text for q in found.quotes]
+    assert not any("3.5-5.0" in t for t in texts)  # the sibling band conflicts: barred
+    fit = {q.hit.chunk.text.split(":")[0]: q.fit for q in found.quotes}
+    assert fit["K+ < 3.5 mmol/L"].state == "fits" and fit["K+ < 3.5 mmol/L"].tier == 2
+    band = found.features[:, FEATURES.index("condition_band")]
+    assert band.tolist() == [1.0, 0.0]
+    model = QuoteModel(
+        (1.0,) + (0.0,) * (len(FEATURES) - 1), 0.0, (0.0,) * len(FEATURES), (1.0,) * len(FEATURES)
+    )
+    # only lines whose band holds the patient are shown once one is likely
+    assert [q.hit.chunk.text[:8] for q in best_quotes(found, model, 3)] == ["K+ < 3.5"]
+    answer = quoted_answer("q", best_quotes(found, model, 3), [hit], {}, {}, [])
+    assert "stated for the patient asked about: < 3.5 mmol/L" in answer.sentences[0].reasons
+
+
+def test_a_condition_only_a_heading_states_is_shown_with_the_line():
+    text = "- Enoxaparin 0.75 mg/kg SC every 12 hours, no IV bolus.\n"
+    hit = make_hit(
+        "doc#0", text, score=0.8, start=0, end=len(text), doc_id="doc", section=("Elderly (>= 75 years)",)
+    )
+    found = sentences("80-year-old with STEMI: enoxaparin dose?", [hit], Keywords("mg"), None)
+    assert found.quotes[0].fit.from_heading
+    assert shown_text(found.quotes[0]).startswith("Elderly (>= 75 years): Enoxaparin 0.75 mg/kg")
+    assert sentences("60-year-old with STEMI: enoxaparin dose?", [hit], Keywords("mg"), None).quotes == ()
+
+
+FLOW = (
+    "Check serum potassium on admission\n"
+    "  --> K+ < 3.5 mmol/L (hypokalemia)?\n"
+    "      --> Replace at 10 mmol/hour IV\n"
+    "  --> K+ 3.5-5.0 mmol/L?\n"
+    "      --> Add 20-30 mmol potassium per liter of IV fluid\n"
+)
+
+
+def test_a_flowchart_step_hangs_from_the_step_above_and_is_read_with_its_condition():
+    assert lead_in(FLOW, FLOW.index("--> Replace"), cut=False) == "--> K+ < 3.5 mmol/L (hypokalemia)?"
+    assert lead_in(FLOW, FLOW.index("--> Add"), cut=False) == "--> K+ 3.5-5.0 mmol/L?"
+    hit = make_hit("doc#0", FLOW, score=0.8, start=0, end=len(FLOW), doc_id="doc")
+    found = sentences("DKA, potassium 3.1: how fast do I replace it?", [hit], Keywords("mmol"), None)
+    shown = [quote_text(q) for q in found.quotes]
+    assert "K+ < 3.5 mmol/L (hypokalemia)? Replace at 10 mmol/hour IV" in shown
+    assert not any("20-30" in text for text in shown)  # the 3.5-5.0 branch's action conflicts

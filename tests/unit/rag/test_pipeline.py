@@ -458,14 +458,10 @@ def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite()
 
 
 # -- quoted answers (quote.threshold) --------------------------------------------------------------
-def quote_pipeline(
-    threshold: float | None, judge: tuple[float, float] | None = None, logprobs=None, **kw
-) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
-    gen = FakeGenerator("Use the CHA2DS2-VASc score [1].", logprobs=logprobs)
+def quote_pipeline(threshold: float | None, **kw) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
+    gen = FakeGenerator("Use the CHA2DS2-VASc score [1].")
     reranker = SentenceReranker("CHA2DS2-VASc", **kw)
-    settings = PipelineSettings(
-        threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2, quote_judge=judge
-    )
+    settings = PipelineSettings(threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2)
     return (
         Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings),
         gen,
@@ -499,26 +495,6 @@ def test_an_unsure_quote_sends_the_question_on_to_generation():
     answer = pipe.answer("Which score estimates stroke risk in AF?")
     assert len(gen.calls) == 1 and "quote" in answer.timings
     assert not any("quoted" in n for n in answer.notes)
-
-
-@pytest.mark.parametrize(
-    "judge, says, quoted, calls",
-    [
-        ((0.0, 0.5), "yes", True, 1),  # unsure quote, the judge accepts: quoted, nothing generated
-        ((0.0, 0.5), "no", False, 2),  # the judge refuses: generated after the judge's call
-        ((0.999, 0.5), "yes", False, 1),  # under the judge's floor: never asked, generated
-    ],
-)
-def test_the_quote_judge_decides_unsure_quotes_from_its_floor_up(judge, says, quoted, calls):
-    logprobs = {"yes": math.log(0.9), "no": math.log(0.1)}
-    if says == "no":
-        logprobs = {"yes": math.log(0.1), "no": math.log(0.9)}
-    pipe, gen, _ = quote_pipeline(1.0, judge=judge, logprobs=logprobs)
-    answer = pipe.answer("Which score estimates stroke risk in AF?")
-    assert len(gen.calls) == calls and any("quoted" in n for n in answer.notes) == quoted
-    assert ("quote judge" in answer.timings) == (judge[0] < 0.999)
-    if quoted:
-        assert "Quoted lines:" in gen.calls[0][-1].content and answer.citations
 
 
 @pytest.mark.parametrize("pool, cited", [(None, {"cap"}), ((0.2, 8), {"cap"}), ((0.05, 8), {"af", "cap"})])

@@ -96,18 +96,13 @@ def test_a_sentence_budget_without_the_trained_reranker_is_refused_at_assembly(t
         assemble(profile, bm25_paths, generator=LetterModel())
 
 
-def test_the_quote_pool_and_judge_reach_the_pipeline_settings_only_when_quoting(tmp_path):
+def test_the_quote_pool_reaches_the_pipeline_settings(tmp_path):
     from rag.pipeline import PipelineSettings
 
     mine = tmp_path / "mine.toml"
-    mine.write_text(
-        "[quote]\nthreshold = 0.5\npool_threshold = 0.1\npool_keep = 6\njudge = 0.7\njudge_floor = 0.3\n"
-    )
+    mine.write_text("[quote]\nthreshold = 0.5\npool_threshold = 0.1\npool_keep = 6\n")
     settings = PipelineSettings.from_profile(load_profile(mine))
-    assert settings.quote_pool == (0.1, 6) and settings.quote_judge == (0.3, 0.7)
-    off = tmp_path / "off.toml"
-    off.write_text("[quote]\njudge = 0.7\n")  # no threshold: no quoting, so no judge either
-    assert PipelineSettings.from_profile(load_profile(off)).quote_judge is None
+    assert settings.quote_pool == (0.1, 6)
     bad = tmp_path / "bad.toml"
     bad.write_text("[quote]\npool_keep = 0\n")
     with pytest.raises(ConfigError, match=r"quote\.pool_keep"):
