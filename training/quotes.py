@@ -146,7 +146,8 @@ def cross_validated_models(
 def cross_validated_curve(
     rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]], hits: dict[str, list[Hit]]
 ) -> list[dict[str, Any]]:
-    """Per (count, threshold, fit threshold): dev outcomes, each folder scored by a model fitted without it."""
+    """Per (count, threshold, fit threshold): dev outcomes, each folder scored by a model fitted
+    without it."""
     chosen = cross_validated_models(rows)
     curve = []
     for count, also, threshold, fit in itertools.product(COUNTS, ALSO, THRESHOLDS, FIT_THRESHOLDS):
@@ -187,7 +188,7 @@ def choose(curve: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def dev_rows(
-    profile_name: str, pool: tuple[float, int] | None
+    profile_name: str, pool: tuple[float, int] | None, off: Sequence[str] = ()
 ) -> tuple[DevPart, dict[str, list[Hit]], list[tuple[ClinicianItem, Sentences, np.ndarray]]]:
     """The dev part, each question's quote pool (by id: the kept passages, or ``pool`` = (floor,
     n) as ``rag.pipeline.quote_pool`` reads it) and its labelled sentences."""
@@ -202,7 +203,7 @@ def dev_rows(
     scorer = dev.assembled.pipeline.reranker
     if not isinstance(scorer, SentenceModel):
         raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
-    rules = PipelineSettings.from_profile(dev.profile).gate_rules
+    rules = PipelineSettings.from_profile(dev.profile).gate_rules.without(*off)
     rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, rules)
     return dev, hits, rows
 
@@ -227,9 +228,12 @@ def main() -> None:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=QUOTE_MODEL)
     parser.add_argument("--pool", type=pool_setting, default=None, metavar="FLOOR,N", help=POOL_HELP)
+    parser.add_argument(
+        "--off", action="append", default=[], metavar="RULE", help="a gate check quotes skip (an ablation)"
+    )
     args = parser.parse_args()
     pool = args.pool or load_profile(args.profile).quote.pool()
-    dev, hits, rows = dev_rows(args.profile, pool)
+    dev, hits, rows = dev_rows(args.profile, pool, args.off)
     model = fit(rows)
     curve = cross_validated_curve(rows, hits)
     out = {
@@ -243,7 +247,9 @@ def main() -> None:
             **pool_manifest(pool, dev.profile),
             "chosen": choose(curve),
             "dev_curve_cross_validated_by_folder": curve,
-            "command": "python -m training.quotes" + (f" --pool {pool[0]},{pool[1]}" if pool else ""),
+            "command": "python -m training.quotes"
+            + (f" --pool {pool[0]},{pool[1]}" if pool else "")
+            + "".join(f" --off {name}" for name in args.off),
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -57,7 +57,8 @@ def rule_at(rev: str) -> types.ModuleType:
             break
     else:
         raise SystemExit(f"no aboutness module at {rev}")
-    source = shown.stdout.replace("from rag.generate.dose_scope", "from rag.check.dose_scope")
+    source = shown.stdout.replace("from rag.generate.dose_scope", "from rag.check.conditions")
+    source = source.replace("from rag.check.dose_scope", "from rag.check.conditions")
     module = types.ModuleType(f"aboutness_{rev}")
     module.__file__ = str(Path(path).resolve())  # it finds its weights beside itself
     sys.modules[module.__name__] = module  # dataclasses look their module up

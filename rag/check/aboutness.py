@@ -98,8 +98,7 @@ from pathlib import Path
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
-from rag.check.conditions import subtypes
-from rag.check.dose_scope import QUALIFIERS
+from rag.check.conditions import QUALIFIERS, subtypes
 from rag.check.rules import GateRules
 from rag.check.terms import SAME_MEASURE, Concept, Vocabulary, chunk_stems, coverage, stem
 

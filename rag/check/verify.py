@@ -92,8 +92,8 @@ import numpy as np
 from core.errors import ConfigError, GeneratorError
 from core.types import Chunk, Citation, Hit, Message, SentenceSupport
 from indexes.text import indexed_text
+from rag.check.conditions import unscoped_qualifiers
 from rag.check.copy_check import changed_words
-from rag.check.dose_scope import unscoped_qualifiers
 from rag.check.rules import GateRules
 from rag.check.support_signals import (
     lexical_coverage,

@@ -9,8 +9,8 @@ import pytest
 
 from core.errors import ConfigError, GeneratorTimeout
 from core.types import Chunk, Hit
+from rag.check.conditions import unscoped_qualifiers
 from rag.check.copy_check import changed_words
-from rag.check.dose_scope import unscoped_qualifiers
 from rag.check.support_signals import (
     lexical_coverage,
     listed_in_passage,
