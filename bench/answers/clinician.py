@@ -325,6 +325,7 @@ def report(before: dict[str, Any], after: dict[str, Any], ablation: dict[str, An
                 f"| {kind} | {row['good']} | {row['before']} | {row['after']} | {row['only_before']} "
                 f"| {row['only_after']} | {row['mcnemar_p']:.2g} |"
             ]
+    lines += _wrong_and_siblings(before, after, shared)
     if ablation:
         lines += [
             "",
@@ -338,6 +339,35 @@ def report(before: dict[str, Any], after: dict[str, Any], ablation: dict[str, An
             cells += [_cell(near, "abstained"), _cell(far, "abstained")]
             lines += [f"| {name} | " + " | ".join(cells) + " |"]
     return "\n".join(lines) + "\n"
+
+
+def _wrong_and_siblings(before: dict[str, Any], after: dict[str, Any], shared: set[str]) -> list[str]:
+    """Answerable questions answered wrongly in each run (paired, McNemar), and for questions with
+    sibling lines which line was shown: the patient's, a sibling, another, or none."""
+    a = {r["qid"]: r for r in before["records"] if r["qid"] in shared}
+    b = {r["qid"]: r for r in after["records"] if r["qid"] in shared}
+    wrong_a = {q for q, r in a.items() if r["outcome"] == "wrong"}
+    wrong_b = {q for q, r in b.items() if r["outcome"] == "wrong"}
+    only_a, only_b = len(wrong_a - wrong_b), len(wrong_b - wrong_a)
+    lines = [
+        f"| answerable | wrong | {len(wrong_a)} | {len(wrong_b)} | {only_a} | {only_b} "
+        f"| {mcnemar_exact(only_a, only_b):.2g} |"
+    ]
+    counts = {
+        name: Counter(r.get("sibling") for r in run.values() if r.get("sibling"))
+        for name, run in (("before", a), ("after", b))
+    }
+    if any(counts.values()):
+        names = ("right", "wrong", "other", "withheld")
+        lines += [
+            "",
+            "| sibling questions | right line shown | a sibling shown | neither (wrong) | withheld |",
+        ]
+        lines += ["|---|---|---|---|---|"]
+        lines += [
+            f"| {run} | " + " | ".join(str(c.get(n, 0)) for n in names) + " |" for run, c in counts.items()
+        ]
+    return lines
 
 
 def thresholds(text: str) -> list[float]:

@@ -153,13 +153,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.labels.read_text(encoding="utf-8").splitlines() if line.strip()]
-    result = {
-        "labels": str(args.labels.name),
-        "reader": score(rows),
-        "quantulum3_values": quantulum_values(rows),
-    }
-    summary = {k: v for k, v in result["reader"].items() if k != "differences"}
-    print(json.dumps({"reader": summary, "quantulum3_values": result["quantulum3_values"]}, indent=1))
+    reader, quantulum = score(rows), quantulum_values(rows)
+    result = {"labels": str(args.labels.name), "reader": reader, "quantulum3_values": quantulum}
+    summary = {k: v for k, v in reader.items() if k != "differences"}
+    print(json.dumps({"reader": summary, "quantulum3_values": quantulum}, indent=1))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
