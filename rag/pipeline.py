@@ -24,7 +24,7 @@ from typing import Any
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 from rag.check.gate import SupportChecker, SupportGate
-from rag.check.quotes import QuoteModel, best_quotes, confident, quoted_answer, sentences
+from rag.check.quotes import QuoteModel, best_quotes, quoted_answer, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.choice import choose_option
@@ -76,9 +76,6 @@ class PipelineSettings:
     # word, when the quote model gives the best one at least this (rag/check/quotes.py)
     quote_threshold: float | None = _PROFILE.quote.threshold
     quote_sentences: int = _PROFILE.quote.sentences
-    # None: one threshold; a probability: the bar for a best line that fits the patient's stated
-    # band, age or sex (rag/check/quotes.py:confident)
-    quote_fit_threshold: float | None = _PROFILE.quote.fit_threshold
     # None: quotes come from the kept passages; (floor, n): from the n most relevant candidates
     # scored at least floor, kept or not
     quote_pool: tuple[float, int] | None = _PROFILE.quote.pool()
@@ -102,7 +99,6 @@ class PipelineSettings:
             gate_rules=_rules(profile),
             quote_threshold=profile.quote.threshold,
             quote_sentences=profile.quote.sentences,
-            quote_fit_threshold=profile.quote.fit_threshold,
             quote_pool=profile.quote.pool(),
         )
 
@@ -396,7 +392,7 @@ class Pipeline:
         quotes = best_quotes(scored, QuoteModel.shipped(), s.quote_sentences)
         if not quotes:
             return None
-        if not confident(quotes, s.quote_threshold, s.quote_fit_threshold):
+        if quotes[0].probability < s.quote_threshold:
             return None
         answer = quoted_answer(question, quotes, pool, clock.timings, found.usage, found.notes)
         if any(stop in answer.text for stop in s.stop):  # a client's stop sequence: generation honours it

@@ -109,9 +109,6 @@ class QuoteConfig(_Strict):
     # (rag/check/quotes.py) gives the best sentence at least this
     threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     sentences: int = Field(default=3, ge=1, le=10)  # how many sentences a quoted answer shows
-    # A lower bar for a line whose own band, age or sex holds the patient the question describes
-    # (the condition reader, rag/check/conditions.py); None: the threshold for every line
-    fit_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     # Which passages a quote may come from: None, the kept evidence ([rerank] threshold and
     # keep); a probability, the pool_keep most relevant candidates from it up (a line that
     # answers is often in a passage under the evidence threshold)

@@ -33,7 +33,6 @@ from rag.check.quotes import (
     QuoteModel,
     Sentences,
     best_quotes,
-    confident,
     quote_text,
     sentences,
 )
@@ -46,7 +45,7 @@ from training.calibrate import fit_logistic
 
 FOLDS = 5
 THRESHOLDS = tuple(round(t, 2) for t in np.arange(0.2, 0.81, 0.05))
-FIT_THRESHOLDS = (None, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)  # the bar for a line fitting the patient
+FIT_THRESHOLDS = (None, 0.3)  # the bar for a line fitting the patient (0.15-0.4 tried: 0.3 best on dev)
 COUNTS = (1, 2, 3)
 ALSO = (0.0, 0.1, 0.2, 0.3)  # the probability the sentences after the best would need: none paid
 
@@ -116,10 +115,9 @@ def outcomes(
     quotes: Sequence[Quote],
     hits: Sequence[Hit],
     threshold: float,
-    fit_threshold: float | None = None,
 ) -> str:
     """What answering with ``quotes`` would score: correct / wrong / abstained / answered."""
-    if not confident(quotes, threshold, fit_threshold):
+    if not quotes or quotes[0].probability < threshold:
         return "abstained"
     if not item.answerable:
         return "answered"
@@ -146,21 +144,20 @@ def cross_validated_models(
 def cross_validated_curve(
     rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]], hits: dict[str, list[Hit]]
 ) -> list[dict[str, Any]]:
-    """Per (count, threshold, fit threshold): dev outcomes, each folder scored by a model fitted
-    without it."""
+    """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it."""
     chosen = cross_validated_models(rows)
     curve = []
-    for count, also, threshold, fit in itertools.product(COUNTS, ALSO, THRESHOLDS, FIT_THRESHOLDS):
-        if (count == 1 and also > 0) or (fit is not None and (also > 0 or fit >= threshold)):
+    for count, also, threshold in itertools.product(COUNTS, ALSO, THRESHOLDS):
+        if count == 1 and also > 0:
             continue
         tally: dict[str, dict[str, int]] = {}
         for item, found, model in chosen.values():
             best = best_quotes(found, model, count)
             best = best[:1] + [q for q in best[1:] if q.probability >= also]  # is "also" worth a setting?
-            got = outcomes(item, best, hits[item.qid], threshold, fit)
+            got = outcomes(item, best, hits[item.qid], threshold)
             row = tally.setdefault(item.kind, {})
             row[got] = row.get(got, 0) + 1
-        curve.append({"count": count, "also": also, "threshold": threshold, "fit_threshold": fit, **tally})
+        curve.append({"count": count, "also": also, "threshold": threshold, **tally})
     return curve
 
 
@@ -181,8 +178,7 @@ def choose(curve: Sequence[dict[str, Any]]) -> dict[str, Any]:
     def worth(row: dict[str, Any]) -> tuple[float, ...]:
         answered = row.get("answerable", {})
         gain = answered.get("correct", 0) - 3 * answered.get("wrong", 0)
-        fit = row.get("fit_threshold")
-        return (gain, -row["count"], row["also"], row["threshold"], 1.0 if fit is None else fit)
+        return (gain, -row["count"], row["also"], row["threshold"])
 
     return max(safe, key=worth)
 

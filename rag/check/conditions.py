@@ -45,7 +45,7 @@ from rag.generate.sentences import marker_free, sentence_spans
 
 INF = math.inf
 _NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
-_DASH = r"\s*(?:-|–|—|to)\s*"
+_DASH = r"\s*(?:-{1,2}|–|—|to)\s*"  # "40--75" too
 # comparators as a line writes them, with the interval side each opens: "<" is (None, x)
 _LESS = (
     r"<=?|≤|=<|&lt;=?|less than(?: or equal to)?|lower than|below|under|fewer than|up to|at most"
@@ -558,7 +558,7 @@ def verdict(patient: Conditions, context: LineContext, asks_amount: bool = True)
     heading_conflicts = judge(patient, headed, asks_amount)[0]
     heading_fits = _fits_of_innermost_heading(patient, context, asks_amount)
     # a heading is broader than its lines: it conflicts unless the line's own band or population fits
-    if _tier(fits) < 2 if fits else True:
+    if not fits or _tier(fits) < 2:
         conflicts += heading_conflicts
     if conflicts:
         return Verdict("conflicts", tuple(conflicts))

@@ -262,14 +262,8 @@ def sentences(
     barred = off_scope(question, hits, vocabulary, rules) if rules is not None else set()
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
     leads = [lead_in(hits[n].chunk.text, s, hits[n].chunk.start > 0) for n, s, e in units]
-    # a line stated for another patient (band, age, sex, drug, route, ...) is never a quote
     patient = question_conditions(question)
-    fits = [
-        _fit(patient, hits[n].chunk, s, e, lead, question)
-        for (n, s, e), lead in zip(units, leads, strict=True)
-    ]
-    keep = [i for i, fit in enumerate(fits) if fit.state != "conflicts"]
-    units, leads, fits = [units[i] for i in keep], [leads[i] for i in keep], [fits[i] for i in keep]
+    units, leads, fits = _fitting(patient, question, hits, units, leads)
     if not units:
         return Sentences((), np.zeros((0, len(FEATURES))))
     texts = [
@@ -312,6 +306,22 @@ def sentences(
     return Sentences(tuple(quotes), np.asarray(rows, dtype=np.float64))
 
 
+Unit = tuple[int, int, int]  # (hit number, start, end) of a sentence
+
+
+def _fitting(
+    patient: Conditions, question: str, hits: Sequence[Hit], units: list[Unit], leads: list[str]
+) -> tuple[list[Unit], list[str], list[Verdict]]:
+    """The units (with their lead-ins and verdicts) not stated for another patient (band, age,
+    sex, drug, route, ...): such a line is never a quote."""
+    fits = [
+        _fit(patient, hits[n].chunk, s, e, lead, question)
+        for (n, s, e), lead in zip(units, leads, strict=True)
+    ]
+    keep = [i for i, fit in enumerate(fits) if fit.state != "conflicts"]
+    return [units[i] for i in keep], [leads[i] for i in keep], [fits[i] for i in keep]
+
+
 def _fit(patient: Conditions, chunk: Chunk, start: int, end: int, lead: str, question: str) -> Verdict:
     """The condition reader's verdict on one line, read with its lead-in and headings."""
     context = LineContext(chunk.text[start:end], lead, (chunk.title, *chunk.section))
@@ -344,18 +354,6 @@ def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
         if len(chosen) == count:
             break
     return chosen
-
-
-def confident(quotes: Sequence[Quote], threshold: float, fit_threshold: float | None = None) -> bool:
-    """Whether the best quote is likely enough to show: ``threshold``, or ``fit_threshold`` when
-    the line itself states a band, age or sex that holds the patient asked about (chosen on dev
-    by ``medcite train quotes``)."""
-    if not quotes:
-        return False
-    best = quotes[0]
-    if fit_threshold is not None and best.fit.tier == 2 and not best.fit.from_heading:
-        return best.probability >= min(threshold, fit_threshold)
-    return best.probability >= threshold
 
 
 def _fit_reason(fit: Verdict) -> tuple[str, ...]:
