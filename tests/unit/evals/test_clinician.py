@@ -131,16 +131,11 @@ def test_test2_key_facts_match_the_answer_and_no_sibling():
 
 
 def test_a_shown_sibling_makes_an_answer_wrong():
-    item = ClinicianItem(
-        qid="x",
-        kind="answerable",
-        question="Potassium 3.1: replacement rate?",
-        group="g",
+    item = _item(
         key_fact=r"10\s*mmol",
-        sources=("open-medicine:g",),
         siblings=("K+ 3.5-5.0: add 20-30 mmol per liter",),
         sibling_fact=r"20\s*-\s*30\s*mmol",
     )
-    assert outcome(item, "rag", "Replace at 10 mmol/hour", ["open-medicine:g/x"]) == "correct"
-    both = "Replace at 10 mmol/hour. Add 20-30 mmol per liter"
-    assert outcome(item, "rag", both, ["open-medicine:g/x"]) == "wrong"
+    cited = ["open-medicine:bts_cap_2009/x"]
+    assert outcome(item, "rag", "Replace at 10 mmol/hour", cited) == "correct"
+    assert outcome(item, "rag", "Replace at 10 mmol/hour. Add 20-30 mmol per liter", cited) == "wrong"
