@@ -514,9 +514,15 @@ def line_conditions(context: LineContext) -> tuple[Conditions, Conditions]:
         before_number = re.split(r"\d", line, maxsplit=1)[0]
         subject = " ".join([lead, *before_number.split()[:SUBJECT_WORDS]])
     own = dataclasses.replace(merge(pieces), drugs=drugs(subject))
-    headed = read(" / ".join(context.headings))
+    headed = _heading(" / ".join(context.headings))
     inner = context.headings[-1] if context.headings else ""
-    return own, dataclasses.replace(headed, drugs=drugs(inner))
+    return own, dataclasses.replace(headed, drugs=_heading(inner).drugs)
+
+
+@functools.lru_cache(maxsize=4096)
+def _heading(text: str) -> Conditions:
+    """:func:`read` of a heading path: every sentence of a passage shares it, so it is read once."""
+    return read(text)
 
 
 def _fits_of_innermost_heading(patient: Conditions, context: LineContext, asks_amount: bool) -> list[str]:
@@ -524,7 +530,7 @@ def _fits_of_innermost_heading(patient: Conditions, context: LineContext, asks_a
     scopes every line of a guideline, so it selects none of them."""
     if not context.headings:
         return []
-    return judge(patient, read(context.headings[-1]), asks_amount)[1]
+    return judge(patient, _heading(context.headings[-1]), asks_amount)[1]
 
 
 def merge(parts: Iterable[Conditions]) -> Conditions:
