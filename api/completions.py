@@ -38,6 +38,9 @@ def extras(answer: Answer) -> dict[str, Any]:
         "evidence": [hit_to_dict(h) for h in answer.evidence],
         "medcite": {
             "mode": answer.mode,
+            # answer | closest_lines | nothing_relevant | closed_book | degraded (mode "abstained"
+            # is closest_lines or nothing_relevant: not an answer either way)
+            "outcome": answer.outcome,
             "text": answer.text,  # the final text: what the stream's content pieces add up to
             "notes": list(answer.notes),
             # every generated sentence, with what the support gate did (removed ones included)

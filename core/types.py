@@ -161,18 +161,20 @@ class SentenceSupport:
     and what the support gate did with it.
 
     ``status``: ``shown`` (in the answer text as written), ``flagged`` (in the text behind a
-    visible ``[UNSUPPORTED]``/``[UNVERIFIED]`` label) or ``removed`` (not in the text; kept here
-    so a caller can see what was left out and why). ``reasons`` says why a sentence was not
-    shown as written; ``on_topic`` is False when a passage it cites is not about the question.
+    visible ``[UNSUPPORTED]``/``[UNVERIFIED]`` label), ``removed`` (not in the text; kept here
+    so a caller can see what was left out and why) or ``closest`` (a closest line: the source's
+    own words, shown as not confirmed, never as an answer). ``reasons`` says why a sentence was
+    not shown as written; ``on_topic`` is False when a passage it cites is not about the question.
     """
 
     text: str
     markers: tuple[int, ...]
     support: float  # best support over its cited passages, 0 when it cites none or is unverified
     supported: bool
-    status: str = "shown"  # "shown" | "flagged" | "removed"
+    status: str = "shown"  # "shown" | "flagged" | "removed" | "closest"
     reasons: tuple[str, ...] = ()
     on_topic: bool = True
+    probability: float | None = None  # a quoted or closest line: the quote model's P(it answers)
 
 
 @dataclass(frozen=True)
@@ -181,8 +183,9 @@ class Answer:
 
     ``mode`` says what kind of answer this is, so no caller mistakes one for another:
     ``rag`` (grounded in cited evidence), ``closed-book`` (model memory only, by request),
-    ``abstained`` (no evidence cleared the threshold, the model judged it insufficient, or no
-    generated sentence passed the support gate; ``evidence`` lists the passages found),
+    ``abstained`` (not an answer: the closest lines when passages about the question were
+    found but no line was confirmed, else nothing relevant; ``outcome`` says which and
+    ``rag/outcomes.py`` builds both),
     ``degraded`` (generation failed; ``evidence`` lists the passages found, unsummarised).
     """
 
@@ -197,3 +200,15 @@ class Answer:
     notes: tuple[str, ...] = ()
     choice: str | None = None  # multiple-choice mode: the chosen option letter
     option_probs: Mapping[str, float] | None = None
+
+    @property
+    def outcome(self) -> str:
+        """What the user is told, one of ``OUTCOMES``: ``answer`` (mode rag), ``closest_lines``
+        (abstained, with the closest lines cited), ``nothing_relevant`` (abstained, nothing
+        cited), ``closed_book``, ``degraded``."""
+        if self.mode == "abstained":
+            return "closest_lines" if self.citations else "nothing_relevant"
+        return {"rag": "answer", "closed-book": "closed_book"}.get(self.mode, self.mode)
+
+
+OUTCOMES = ("answer", "closest_lines", "nothing_relevant", "closed_book", "degraded")

@@ -24,12 +24,13 @@ from typing import Any
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
 from rag.check.gate import SupportChecker, SupportGate
-from rag.check.quotes import QuoteModel, best_quotes, quoted_answer, sentences
+from rag.check.quotes import Quote, QuoteModel, Sentences, best_quotes, closest_lines, sentences
 from rag.check.rules import GateRules
 from rag.check.terms import Vocabulary
 from rag.choice import choose_option
 from rag.generate import prompts
 from rag.generate.citations import parse_answer, strip_markers
+from rag.outcomes import closest_answer, nothing_relevant, quoted_answer
 from rag.profile import Profile
 from rag.protocols import Generator, Reranker, Retriever
 from rag.rerank.evidence import rerank_and_filter
@@ -79,6 +80,9 @@ class PipelineSettings:
     # None: quotes come from the kept passages; (floor, n): from the n most relevant candidates
     # scored at least floor, kept or not
     quote_pool: tuple[float, int] | None = _PROFILE.quote.pool()
+    # no confirmed answer: the closest lines when the best reaches this P(answers), else "nothing
+    # relevant" (rag/outcomes.py)
+    closest_floor: float = _PROFILE.quote.closest_floor
 
     @classmethod
     def from_profile(cls, profile: Profile) -> PipelineSettings:
@@ -100,6 +104,7 @@ class PipelineSettings:
             quote_threshold=profile.quote.threshold,
             quote_sentences=profile.quote.sentences,
             quote_pool=profile.quote.pool(),
+            closest_floor=profile.quote.closest_floor,
         )
 
 
@@ -126,6 +131,9 @@ class Evidence:
     dropped: list[Hit]
     usage: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # once scored: the passages quotes come from (the kept ones unless ``quote_pool``) and their lines
+    pool: list[Hit] = field(default_factory=list)
+    lines: Sentences | None = None
 
 
 def quote_pool(found: Evidence, pool: tuple[float, int] | None) -> list[Hit]:
@@ -345,12 +353,16 @@ class Pipeline:
             )
             return
         found = self.evidence(question, filters=filters, clock=clock, history=history)
-        quoted = self.quoted(question, found, clock)
-        if quoted is not None:
-            yield quoted.text
-            yield quoted
+        gate = self._gate(question, found)
+        told = self._before_generation(question, found, gate, clock)
+        if told is not None:
+            yield told.text
+            yield told
             return
-        gate = SupportGate(
+        yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
+
+    def _gate(self, question: str, found: Evidence) -> SupportGate:
+        return SupportGate(
             question,
             found.kept,
             self.verifier,
@@ -361,13 +373,23 @@ class Pipeline:
             relevance=bool(getattr(self.reranker, "scores_are_probabilities", False)),
             relevance_of=self._answer_scorer(),
         )
+
+    def _before_generation(
+        self, question: str, found: Evidence, gate: SupportGate, clock: Clock
+    ) -> Answer | None:
+        """What is said without generating, if anything: nothing relevant when no passage cleared
+        the evidence threshold, a quoted answer, or (no kept passage about the question) the
+        closest lines or nothing relevant. None: generate."""
+        if not found.kept:
+            dropped = len(found.dropped)
+            return self._abstain(
+                question, clock, found, f"no passage cleared the evidence threshold ({dropped} below it)"
+            )
+        quoted = self.quoted(question, found, clock)
+        if quoted is not None:
+            return quoted
         reason = self._no_generation_reason(found, gate)
-        if reason is not None:
-            abstention = self._abstain(question, clock, found, reason)
-            yield abstention.text
-            yield abstention
-            return
-        yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
+        return None if reason is None else self._abstain(question, clock, found, reason, off_topic=True)
 
     def quote(self, question: str) -> Answer | None:
         """The answer by quoting alone (evidence, then :meth:`quoted`), or None where
@@ -389,6 +411,7 @@ class Pipeline:
         except ModelError as exc:
             found.notes.append(f"quoting unavailable ({exc}); the answer was generated instead")
             return None
+        found.pool, found.lines = pool, scored
         quotes = best_quotes(scored, QuoteModel.shipped(), s.quote_sentences)
         if not quotes:
             return None
@@ -400,12 +423,9 @@ class Pipeline:
         return answer
 
     def _no_generation_reason(self, found: Evidence, gate: SupportGate) -> str | None:
-        """Why the pipeline abstains before generating, if it does: no passage cleared the evidence
-        threshold, or none is about the question (nothing the model could cite would be shown;
-        not under ``flag``, which shows everything)."""
-        if not found.kept:
-            dropped = len(found.dropped)
-            return f"no passage cleared the evidence threshold ({dropped} candidates scored below it)"
+        """Why the pipeline does not generate, if it does not: no kept passage is about the
+        question (nothing the model could cite would be shown; not under ``flag``, which shows
+        everything)."""
         if self.settings.support_policy == "flag":
             return None
         return gate.off_topic_everywhere()
@@ -535,17 +555,33 @@ class Pipeline:
         found: Evidence,
         *why: str,
         sentences: tuple[SentenceSupport, ...] = (),
+        off_topic: bool = False,
     ) -> Answer:
-        return Answer(
-            question=question,
-            text=prompts.abstain_message(),
-            mode="abstained",
-            sentences=sentences,
-            evidence=tuple(found.kept),
-            timings=clock.timings,
-            usage=found.usage,
-            notes=(*found.notes, *why),
-        )
+        """No confirmed answer: the closest lines when the best reaches ``closest_floor``, else
+        "nothing relevant" (``rag/outcomes.py``). Without scored lines, the kept passages are the
+        closest, unless none is about the question (``off_topic``). ``sentences``: what the gate
+        did with a generation, kept on the record."""
+        removed = tuple(s for s in sentences if s.status == "removed")
+        notes = (*found.notes, *why)
+        count = self.settings.quote_sentences
+        if found.lines is not None and (found.lines.quotes or found.lines.conflicting):
+            lines = closest_lines(found.lines, QuoteModel.shipped(), count)
+            if lines[0].probability >= self.settings.closest_floor:
+                return self._cut(
+                    closest_answer(question, lines, found.pool, clock.timings, found.usage, notes, removed)
+                )
+        elif found.kept and not off_topic:  # unscored: the passages themselves, whole
+            lines = [Quote(hit, n, float("nan")) for n, hit in enumerate(found.kept[:count], start=1)]
+            return self._cut(
+                closest_answer(question, lines, found.kept, clock.timings, found.usage, notes, removed)
+            )
+        return nothing_relevant(question, found.kept, clock.timings, found.usage, notes, removed)
+
+    def _cut(self, answer: Answer) -> Answer:
+        """``answer`` with its text cut before the first of the client's ``stop`` sequences, as a
+        generated text would be (OpenAI's contract: the content never holds one)."""
+        cuts = [answer.text.find(stop) for stop in self.settings.stop if stop and stop in answer.text]
+        return dataclasses.replace(answer, text=answer.text[: min(cuts)].rstrip()) if cuts else answer
 
     def _degraded(
         self, question: str, clock: Clock, found: Evidence, reason: str, *, gate: SupportGate | None = None

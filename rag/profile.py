@@ -114,6 +114,9 @@ class QuoteConfig(_Strict):
     # answers is often in a passage under the evidence threshold)
     pool_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
     pool_keep: int = Field(default=8, ge=1, le=50)
+    # When no line is confirmed: the closest lines are shown when the best reaches this P(answers),
+    # else "nothing relevant" (rag/outcomes.py); 0 shows them whenever a passage was kept
+    closest_floor: float = Field(default=0.0, ge=0.0, le=1.0)
 
     def pool(self) -> tuple[float, int] | None:
         """(relevance floor, how many) of the passages quotes come from; None: the kept ones."""

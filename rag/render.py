@@ -39,6 +39,7 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
         "question": answer.question,
         "answer": answer.text,
         "mode": answer.mode,
+        "outcome": answer.outcome,
         "citations": [citation_to_dict(c) for c in answer.citations],
         "sentences": [sentence_to_dict(s) for s in answer.sentences],
         "evidence": [hit_to_dict(h) for h in answer.evidence],
@@ -63,39 +64,23 @@ def answer_to_text(answer: Answer) -> str:
     A sentence the gate removed is never printed, not even labelled (a wrong dose on screen is the
     worst output); its reasons are, and ``--json`` has the full record.
     """
-    lines: list[str] = []
-    if answer.sentences:
-        shown = sum(1 for s in answer.sentences if s.status == "shown")
-        total = len(answer.sentences)
-        extra = "".join(
-            f", {n} {status}"
-            for status in ("flagged", "removed")
-            if (n := sum(1 for s in answer.sentences if s.status == status))
-        )
-        header = f"Answer ({answer.mode}; {shown}/{total} sentences supported by their sources{extra})"
-    elif answer.mode == "rag" and not answer.citations:
-        header = "Answer (rag; no valid citation: unverified)"
-    else:
-        header = f"Answer ({answer.mode})"
+    lines: list[str] = [_header(answer)]
     body = "\n".join(
         textwrap.fill(line, 96, subsequent_indent="  " if line.startswith("- ") else "")
         for line in answer.text.splitlines()
     )
-    lines += [header, body, ""]
+    lines += [body, ""]
     if answer.citations:
-        lines.append("Sources:")
+        lines.append(
+            "Where the closest lines stand (not an answer):"
+            if answer.outcome == "closest_lines"
+            else "Sources:"
+        )
         for c in answer.citations:
-            section = " > ".join(c.section[-2:])
-            support = f"; support {c.support:.2f}" if c.support is not None else ""
-            lines.append(
-                f"[{c.marker}] {c.title}" + (f" — {section}" if section else "") + f" ({c.source}{support})"
-            )
-            lines.append(f"    {c.chunk_id} | chars {c.start}-{c.end} | {c.url or 'no url'}")
-            lines.append(f"    licence: {c.license}")
-            lines.append(_quote(c.quote))
+            lines += _citation_lines(c)
         lines.append("")
     elif answer.evidence and answer.mode in {"degraded", "abstained"}:
-        lines.append("Evidence retrieved (not an answer):")
+        lines.append("Passages read (not an answer):")
         for h in answer.evidence:
             lines.append(f"  {h.rank}. {h.chunk.title} ({h.chunk.chunk_id}) {h.chunk.url}")
             lines.append(_quote(h.chunk.text))
@@ -110,3 +95,43 @@ def answer_to_text(answer: Answer) -> str:
     if answer.timings:
         lines.append("time: " + ", ".join(f"{k} {v:.2f}s" for k, v in answer.timings.items()))
     return _TERMINAL_UNSAFE.sub("", "\n".join(lines)).rstrip() + "\n"
+
+
+HEADERS = {
+    "closest_lines": "Not confirmed: medcite found no line that answers; the closest lines follow",
+    "nothing_relevant": "Nothing relevant in the indexed sources",
+    "closed_book": "Answer (closed-book: from the model's memory, not verified)",
+    "degraded": "Not an answer (generation failed)",
+}
+
+
+def _header(answer: Answer) -> str:
+    """The first line: which of the outcomes this is, and for an answer how it was verified."""
+    if answer.outcome in HEADERS:
+        return HEADERS[answer.outcome]
+    quoted = [s.probability for s in answer.sentences if s.probability is not None]
+    if answer.outcome == "answer" and quoted:
+        return f"Answer (quoted word for word; the best line {max(quoted):.0%} likely to answer)"
+    if answer.sentences:
+        shown = sum(1 for s in answer.sentences if s.status == "shown")
+        total = len(answer.sentences)
+        extra = "".join(
+            f", {n} {status}"
+            for status in ("flagged", "removed")
+            if (n := sum(1 for s in answer.sentences if s.status == status))
+        )
+        return f"Answer ({answer.mode}; {shown}/{total} sentences supported by their sources{extra})"
+    if answer.mode == "rag" and not answer.citations:
+        return "Answer (rag; no valid citation: unverified)"
+    return f"Answer ({answer.mode})"
+
+
+def _citation_lines(c: Citation) -> list[str]:
+    section = " > ".join(c.section[-2:])
+    support = f"; support {c.support:.2f}" if c.support is not None else ""
+    return [
+        f"[{c.marker}] {c.title}" + (f" — {section}" if section else "") + f" ({c.source}{support})",
+        f"    {c.chunk_id} | chars {c.start}-{c.end} | {c.url or 'no url'}",
+        f"    licence: {c.license}",
+        _quote(c.quote),
+    ]

@@ -6,7 +6,9 @@
 import { ApiError, call, setKey, streamError } from "./api.js";
 import { el } from "./dom.js";
 import { PassagePanel } from "./panel.js";
-import { answerText, evidenceList, gateReport, modeBadge, notesList, sourceList, toMarkdown } from "./render.js";
+import {
+  answerText, evidenceList, gateReport, notConfirmedBanner, notesList, outcomeBadge, outcomeOf, sourceList, toMarkdown,
+} from "./render.js";
 import { SseParser } from "./sse.js";
 
 const $ = (id) => document.getElementById(id);
@@ -97,13 +99,18 @@ class Turn {
   finish(final) {
     const { citations, evidence, medcite } = final;
     const open = (c, button) => panel.open(c, button, evidence, medcite.sentences);
-    this.mode.replaceWith(modeBadge(medcite.mode));
-    this.text.replaceWith(answerText(medcite.text, citations, open));
+    const outcome = outcomeOf(medcite);
+    const closest = outcome === "closest_lines";
+    this.answer.classList.add(`outcome-${outcome}`);
+    this.mode.replaceWith(outcomeBadge(medcite));
+    const text = answerText(medcite.text, citations, open);
+    this.text.replaceWith(...[closest ? notConfirmedBanner() : null, text].filter(Boolean));
     const copy = el("button", { type: "button", className: "copy" }, "Copy as Markdown");
     copy.addEventListener("click", () => copyMarkdown(toMarkdown(this.question, final), this.answer));
     const noAnswer = medcite.mode === "abstained" || medcite.mode === "degraded";
-    this.answer.append(...[sourceList(citations, open), ...gateReport(medcite.sentences), notesList(medcite.notes),
-      noAnswer ? evidenceList(evidence) : null, el("div", { className: "actions" }, copy)].filter(Boolean));
+    const sources = sourceList(citations, open, closest ? "Where the closest lines stand" : "Sources");
+    this.answer.append(...[sources, ...gateReport(medcite.sentences), notesList(medcite.notes),
+      noAnswer && !closest ? evidenceList(evidence) : null, el("div", { className: "actions" }, copy)].filter(Boolean));
     this.answer.setAttribute("aria-busy", "false");
   }
 }
@@ -172,7 +179,7 @@ async function ask(question) {
     turn.finish(final);
     history.push({ role: "user", content: question }, { role: "assistant", content: final.medcite.text });
     const n = final.citations.length;
-    say(`Answer ready (${final.medcite.mode}, ${n} ${n === 1 ? "source" : "sources"}).`);
+    say(`Answer ready (${outcomeOf(final.medcite).replace("_", " ")}, ${n} ${n === 1 ? "source" : "sources"}).`);
   } catch (err) {
     if (err.name === "AbortError") turn.fail("Stopped. Any text above is incomplete.");
     else if (err.kind === "auth") {

@@ -1,28 +1,46 @@
-// One finished answer as DOM: mode badge, text with [n] buttons, sources, what the support gate
+// One finished answer as DOM: outcome badge, text with [n] buttons, sources, what the support gate
 // left out or flagged, notes, and the passages found when there is no answer. Also the answer
 // as Markdown with a numbered reference list.
 
 import { append, el, safeLink } from "./dom.js";
 
-export const MODES = {
-  rag: "Answered from the sources below; each [n] opens the passage it rests on.",
-  abstained: "Not answered: the sources do not answer this. The passages found are listed, not summarised.",
-  degraded: "The model could not answer; the passages found are listed below, unsummarised.",
-  "closed-book": "Answered from the model's memory, without sources: nothing here is checked against a source.",
+// What the user is told, by the answer's outcome (medcite.outcome; an older server sends only the
+// mode, read through LEGACY): a badge, a class for its colour, and one sentence.
+export const OUTCOMES = {
+  answer: ["Answer", "Answered from the sources below; each [n] opens the exact line it rests on."],
+  closest_lines: ["Not confirmed", "medcite could not confirm an answer in the sources. These are the closest lines, not an answer: read each one in its source."],
+  nothing_relevant: ["Nothing relevant", "Nothing in the indexed sources is about this question."],
+  degraded: ["Not an answer", "The model could not answer; the passages found are listed below, unsummarised."],
+  closed_book: ["Closed-book", "Answered from the model's memory, without sources: nothing here is checked against a source."],
 };
+const LEGACY = { rag: "answer", abstained: "nothing_relevant", degraded: "degraded", "closed-book": "closed_book" };
+
+export function outcomeOf(medcite) {
+  return medcite.outcome || LEGACY[medcite.mode] || "unknown";
+}
+
+/** The badge and its sentence; a quoted answer also says how likely its best line is to answer. */
+export function outcomeBadge(medcite) {
+  const outcome = outcomeOf(medcite);
+  const known = Object.hasOwn(OUTCOMES, outcome);
+  const [label, text] = known ? OUTCOMES[outcome] : [medcite.mode, "An answer this page does not know how to show."];
+  const line = el("p", { className: "mode-line" },
+    el("span", { className: `mode mode-${known ? outcome : "unknown"}`, "data-mode": medcite.mode, "data-outcome": outcome }, label),
+    " ", el("span", { className: "mode-text" }, text));
+  const likely = medcite.sentences.map((s) => s.probability).filter((p) => typeof p === "number");
+  if (outcome === "answer" && likely.length) {
+    line.append(" ", el("span", { className: "confidence" },
+      `Quoted word for word; the best line is ${Math.round(100 * Math.max(...likely))}% likely to answer.`));
+  }
+  return line;
+}
 
 const SENTENCE_END = /[.!?](?:\s*\[\d+\])*(?=\s|$)/g;
 
-export function modeBadge(mode) {
-  const known = Object.hasOwn(MODES, mode);
-  return el("p", { className: "mode-line" },
-    el("span", { className: `mode mode-${known ? mode : "unknown"}`, "data-mode": mode }, mode),
-    " ", el("span", { className: "mode-text" }, known ? MODES[mode] : "An answer mode this page does not know."));
-}
-
 /** The answer text with markers as buttons; a flagged sentence is wrapped and labelled. */
 export function answerText(text, citations, onCite) {
-  const byMarker = new Map(citations.map((c) => [c.marker, c]));
+  const byMarker = new Map();
+  for (const c of citations) byMarker.set(c.marker, [...(byMarker.get(c.marker) || []), c]);
   const root = el("div", { className: "answer-text" });
   let at = 0;
   for (const label of text.matchAll(/\[(UNSUPPORTED|UNVERIFIED)\] ?/g)) {
@@ -45,7 +63,9 @@ function withMarkers(parent, text, byMarker, onCite) {
   let at = 0;
   for (const match of text.matchAll(/\[(\d+)\]/g)) {
     append(parent, text.slice(at, match.index));
-    const citation = byMarker.get(Number(match[1]));
+    // the k-th [m] opens the k-th citation marked m: two quoted lines of one passage, two spans
+    const all = byMarker.get(Number(match[1])) || [];
+    const citation = all.length > 1 ? all.shift() : all[0];
     if (citation) {
       const button = el("button", { type: "button", className: "cite", "data-marker": citation.marker,
         "aria-label": `Source ${citation.marker}: ${citation.title}` }, `[${citation.marker}]`);
@@ -59,16 +79,27 @@ function withMarkers(parent, text, byMarker, onCite) {
   append(parent, text.slice(at));
 }
 
-export function sourceList(citations, onCite) {
+export function sourceList(citations, onCite, heading = "Sources") {
   if (!citations.length) return null;
   const list = el("ol", { className: "sources" });
+  const seen = new Set();
   for (const c of citations) {
+    const key = `${c.chunk_id}:${c.start}:${c.end}`;
+    if (seen.has(key)) continue; // one entry per span
+    seen.add(key);
     const button = el("button", { type: "button", className: "source-open", "data-marker": c.marker },
       `[${c.marker}] ${c.title}`);
     button.addEventListener("click", () => onCite(c, button));
     list.append(el("li", {}, button, " ", el("span", { className: "meta" }, sectionPath(c.section), ` · ${c.source}`)));
   }
-  return el("section", { className: "sources-box", "aria-label": "Sources" }, el("h3", {}, "Sources"), list);
+  return el("section", { className: "sources-box", "aria-label": heading }, el("h3", {}, heading), list);
+}
+
+/** The banner over closest lines: they are shown unlike an answer, never under an answer heading. */
+export function notConfirmedBanner() {
+  return el("p", { className: "not-confirmed", role: "note" },
+    el("strong", {}, "Not confirmed."), " No line of the sources could be confirmed to answer this question. ",
+    "Each line below is quoted word for word with how likely it is to answer; open it to read it in its source.");
 }
 
 /** Sentences the support gate removed (struck through, with why) or flagged. */
@@ -136,6 +167,6 @@ export function toMarkdown(question, final) {
     }
     lines.push("");
   }
-  lines.push(`_medcite answer mode: ${final.medcite.mode}_`);
+  lines.push(`_medcite: ${OUTCOMES[outcomeOf(final.medcite)]?.[0] ?? final.medcite.mode}_`);
   return lines.join("\n");
 }

@@ -54,6 +54,7 @@ from rag.assemble import assemble, make_generator
 from rag.check.rules import SWITCHES, GateRules
 from rag.pipeline import Pipeline
 from rag.profile import Profile, load_profile
+from training.aboutness import answering
 
 GOOD = {"answerable": "correct", "near": "abstained", "far": "abstained"}
 SEED = 31
@@ -93,6 +94,24 @@ def answer_or_replay(
     return quoted if quoted is not None else unquoted[question]
 
 
+OFF_TOPIC = "nothing was generated: each of the"  # the gate's note (rag/check/gate.py)
+
+
+def closest_record(item: ClinicianItem, answer: Answer) -> dict[str, Any] | None:
+    """For closest lines: the best line's probability, and whether the key fact (or a sibling
+    line's) stands in the first line and in the lines shown."""
+    lines = [s for s in answer.sentences if s.status == "closest"]
+    if answer.outcome != "closest_lines" or not lines:
+        return None
+    texts = [s.text for s in lines]
+    return {
+        "best_p": max((s.probability for s in lines if s.probability is not None), default=None),
+        "key_first": key_fact_given(item, texts[0]),
+        "key_shown": key_fact_given(item, " ".join(texts)),
+        "sibling_shown": sibling_given(item, " ".join(texts)),
+    }
+
+
 def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[str, Any]:
     """One question's record: the answer, its outcome and every generated sentence's support."""
     cited = [c.doc_id for c in answer.citations]
@@ -116,6 +135,10 @@ def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[s
         "question": item.question,
         "mode": answer.mode,
         "outcome": result,
+        "shown": answer.outcome,  # answer / closest_lines / nothing_relevant (rag/outcomes.py)
+        "closest": closest_record(item, answer),
+        "key_in_kept": item.answerable and any(answering(item, h.chunk) for h in answer.evidence),
+        "off_topic": any(n.startswith(OFF_TOPIC) for n in answer.notes),
         "sibling": sibling,
         "text": answer.text,
         "cited": cited,

@@ -497,7 +497,8 @@ class SupportGate:
             return None
         counts = Counter(name for names in missing for name in names)
         lacking = ", ".join(f"{name} ({n})" for name, n in counts.most_common())
-        return f"none of the {len(missing)} passages found is about the question; not mentioned: {lacking}"
+        n = len(missing)
+        return f"nothing was generated: each of the {n} passages found lacks a word asked ({lacking})"
 
     def _missing_for(self, marker: int) -> tuple[str, ...]:
         if marker not in self._missing:

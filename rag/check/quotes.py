@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import ConfigError
-from core.types import Answer, Chunk, Citation, Hit, SentenceSupport
+from core.types import Chunk, Hit
 from rag.check.aboutness import Question, about_features, asked_for
 from rag.check.conditions import SILENT, Conditions, LineContext, Verdict, question_conditions, verdict
 from rag.check.plain_text import plain_text
@@ -140,6 +140,8 @@ class Sentences:
 
     quotes: tuple[Quote, ...]  # probability 0 until a model scores them
     features: np.ndarray
+    conflicting: tuple[Quote, ...] = ()  # lines stated for another patient: never an answer
+    conflicting_features: np.ndarray | None = None
 
 
 _SEPARATOR_ROW = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -234,8 +236,9 @@ def shown_text(quote: Quote) -> str:
     only a heading states it ("Elderly (>= 75 years): Enoxaparin: reduced dose ...")."""
     text = quote_text(quote)
     section = quote.hit.chunk.section
-    if quote.fit.from_heading and section:
-        return f"{' '.join(plain_text(section[-1]).split())}: {text}"
+    named = " ".join(plain_text(section[-1]).split()) if section else ""
+    if quote.fit.from_heading and named and not text.startswith(named):
+        return f"{named}: {text}"
     return text
 
 
@@ -258,74 +261,128 @@ def sentences(
     rules: GateRules | None = None,
 ) -> Sentences:
     """The quotable sentences of ``hits`` and their features, the relevance model scoring them in
-    one batch; with ``rules``, none from a passage :func:`off_scope` names."""
+    one batch; with ``rules``, none from a passage :func:`off_scope` names. Lines the condition
+    reader finds stated for another patient are scored apart (``conflicting``): never an answer,
+    they may be shown as a closest line with the reason."""
     barred = off_scope(question, hits, vocabulary, rules) if rules is not None else set()
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in _quotable(hit.chunk)]
     leads = [lead_in(hits[n].chunk.text, s, hits[n].chunk.start > 0) for n, s, e in units]
     patient = question_conditions(question)
-    units, leads, fits = _fitting(patient, question, hits, units, leads)
-    if not units:
-        return Sentences((), np.zeros((0, len(FEATURES))))
-    texts = [
-        headed(hits[n].chunk, s, e)
-        if not lead
-        else f"{heading(hits[n].chunk)}\n{lead}\n{hits[n].chunk.text[s:e]}"
-        for (n, s, e), lead in zip(units, leads, strict=True)
-    ]
-    logits = np.asarray(scorer.logits(question, texts), dtype=np.float64)
-    rank = np.empty(len(units))
-    rank[np.argsort(-logits, kind="stable")] = np.arange(len(units))
-    concepts = Question.read(question, vocabulary, GateRules(terms="judged")).concepts
-    kinds = asked_for(question)
-    asks_number = 1.0 if ASKS_NUMBER.search(question) else 0.0
-    rows, quotes = [], []
-    for i, (n, s, e) in enumerate(units):
-        hit = hits[n]
-        piece = narrowed(hit.chunk, s, e)
-        alone = dataclasses.replace(piece, title="", section=())
-        if leads[i]:  # the lead-in reads as the innermost heading
-            lead = " ".join(plain_text(leads[i].split("\n")[0]).split())  # a table: its header's words
-            piece = dataclasses.replace(piece, section=(*piece.section, lead))
-        gives = 1.0 if GIVES_NUMBER.search(piece.text) else 0.0
-        rows.append(
-            (
-                logits[i],
-                math.log1p(rank[i]),
-                hit.score,
-                about_features(concepts, chunk_stems(alone), None)[0],
-                about_features(concepts, chunk_stems(piece), None)[0],
-                float(np.mean([k.given_in(piece.text) for k in kinds])) if kinds else 1.0,
-                asks_number * gives,
-                asks_number * (1.0 - gives),
-                math.log1p(len(piece.text.split())),
-                1.0 if fits[i].tier == 2 else 0.0,
-                1.0 if fits[i].tier == 1 else 0.0,
-            )
-        )
-        quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0, leads[i], fits[i]))
-    return Sentences(tuple(quotes), np.asarray(rows, dtype=np.float64))
-
-
-Unit = tuple[int, int, int]  # (hit number, start, end) of a sentence
-
-
-def _fitting(
-    patient: Conditions, question: str, hits: Sequence[Hit], units: list[Unit], leads: list[str]
-) -> tuple[list[Unit], list[str], list[Verdict]]:
-    """The units (with their lead-ins and verdicts) not stated for another patient (band, age,
-    sex, drug, route, ...): such a line is never a quote."""
     fits = [
         _fit(patient, hits[n].chunk, s, e, lead, question)
         for (n, s, e), lead in zip(units, leads, strict=True)
     ]
     keep = [i for i, fit in enumerate(fits) if fit.state != "conflicts"]
-    return [units[i] for i in keep], [leads[i] for i in keep], [fits[i] for i in keep]
+    apart = [i for i, fit in enumerate(fits) if fit.state == "conflicts"]
+    empty = Sentences((), np.zeros((0, len(FEATURES))))
+    if not units:
+        return empty
+    reading = _Reading(question, hits, vocabulary)
+    logits = np.zeros(0)
+    if keep:
+        logits = reading.logits(scorer, [units[i] for i in keep], [leads[i] for i in keep])
+    rank = np.empty(len(keep))
+    rank[np.argsort(-logits, kind="stable")] = np.arange(len(keep))
+    quotes, rows = reading.rows([(units[i], leads[i], fits[i]) for i in keep], logits, rank)
+    rows = rows if keep else empty.features
+    if not apart:
+        return Sentences(quotes, rows)
+    # scored in their own batch, so the lines that may answer are scored exactly as without them;
+    # each ranked as if it stood among those lines
+    other = reading.logits(scorer, [units[i] for i in apart], [leads[i] for i in apart])
+    other_rank = np.array([float(np.sum(logits > x)) for x in other])
+    conflicting, other_rows = reading.rows([(units[i], leads[i], fits[i]) for i in apart], other, other_rank)
+    return Sentences(quotes, rows, conflicting, other_rows)
+
+
+Unit = tuple[int, int, int]  # (hit number, start, end) of a sentence
+
+
+class _Reading:
+    """What every sentence of one question's hits is read against: the question's concepts,
+    the kind of answer it asks for, whether it asks for a number."""
+
+    def __init__(self, question: str, hits: Sequence[Hit], vocabulary: Vocabulary | None) -> None:
+        self.question, self.hits = question, hits
+        self.concepts = Question.read(question, vocabulary, GateRules(terms="judged")).concepts
+        self.kinds = asked_for(question)
+        self.asks_number = 1.0 if ASKS_NUMBER.search(question) else 0.0
+
+    def logits(self, scorer: SentenceScorer, units: Sequence[Unit], leads: Sequence[str]) -> np.ndarray:
+        """The relevance model's logit for each unit read with its headings (and lead-in)."""
+        texts = [
+            headed(self.hits[n].chunk, s, e)
+            if not lead
+            else f"{heading(self.hits[n].chunk)}\n{lead}\n{self.hits[n].chunk.text[s:e]}"
+            for (n, s, e), lead in zip(units, leads, strict=True)
+        ]
+        return np.asarray(scorer.logits(self.question, texts), dtype=np.float64)
+
+    def rows(
+        self, lines: Sequence[tuple[Unit, str, Verdict]], logits: np.ndarray, rank: np.ndarray
+    ) -> tuple[tuple[Quote, ...], np.ndarray]:
+        """Each line as a :class:`Quote` (probability 0) and its ``FEATURES`` row."""
+        rows, quotes = [], []
+        for i, ((n, s, e), lead_line, fit) in enumerate(lines):
+            hit = self.hits[n]
+            piece = narrowed(hit.chunk, s, e)
+            alone = dataclasses.replace(piece, title="", section=())
+            if lead_line:  # the lead-in reads as the innermost heading
+                lead = " ".join(plain_text(lead_line.split("\n")[0]).split())  # a table: its header's words
+                piece = dataclasses.replace(piece, section=(*piece.section, lead))
+            gives = 1.0 if GIVES_NUMBER.search(piece.text) else 0.0
+            rows.append(
+                (
+                    logits[i],
+                    math.log1p(rank[i]),
+                    hit.score,
+                    about_features(self.concepts, chunk_stems(alone), None)[0],
+                    about_features(self.concepts, chunk_stems(piece), None)[0],
+                    float(np.mean([k.given_in(piece.text) for k in self.kinds])) if self.kinds else 1.0,
+                    self.asks_number * gives,
+                    self.asks_number * (1.0 - gives),
+                    math.log1p(len(piece.text.split())),
+                    1.0 if fit.tier == 2 else 0.0,
+                    1.0 if fit.tier == 1 else 0.0,
+                )
+            )
+            quotes.append(Quote(dataclasses.replace(hit, chunk=piece), n + 1, 0.0, lead_line, fit))
+        return tuple(quotes), np.asarray(rows, dtype=np.float64)
 
 
 def _fit(patient: Conditions, chunk: Chunk, start: int, end: int, lead: str, question: str) -> Verdict:
     """The condition reader's verdict on one line, read with its lead-in and headings."""
     context = LineContext(chunk.text[start:end], lead, (chunk.title, *chunk.section))
     return verdict(patient, context, asks_amount=bool(ASKS_NUMBER.search(question)))
+
+
+def _distinct(quotes: Sequence[Quote], count: int) -> list[Quote]:
+    """The first ``count`` of ``quotes`` with each document span once (chunks overlap) and each
+    line as shown once (two branches of a flowchart may share a step)."""
+    chosen: list[Quote] = []
+    seen: set[object] = set()
+    for quote in quotes:
+        chunk = quote.hit.chunk
+        keys = ((chunk.doc_id, chunk.start, chunk.end), shown_text(quote))
+        if not any(key in seen for key in keys):
+            seen.update(keys)
+            chosen.append(quote)
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def closest_lines(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
+    """The ``count`` lines most likely to answer, for when none is confident enough to be the
+    answer: the lines the condition reader does not rule out, best first, then those it finds
+    stated for another patient (each shown with why), each document span once."""
+    scored = []
+    for quotes, rows in ((found.quotes, found.features), (found.conflicting, found.conflicting_features)):
+        if quotes and rows is not None:
+            p = model.probabilities(rows)
+            ranked = sorted(range(len(quotes)), key=lambda i: (-p[i], i))
+            scored += [dataclasses.replace(quotes[i], probability=float(p[i])) for i in ranked]
+    return _distinct(scored, count)
 
 
 def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
@@ -343,63 +400,4 @@ def best_quotes(found: Sentences, model: QuoteModel, count: int) -> list[Quote]:
     likely = [i for i in range(len(p)) if p[i] >= 0.5 * float(p.max())]
     tier = 2 if any(found.quotes[i].fit.tier == 2 for i in likely) else 0
     order = [i for i in sorted(range(len(p)), key=lambda i: (-p[i], i)) if found.quotes[i].fit.tier >= tier]
-    chosen: list[Quote] = []
-    seen: set[tuple[str, int, int]] = set()
-    for i in order:
-        chunk = found.quotes[i].hit.chunk
-        if (chunk.doc_id, chunk.start, chunk.end) in seen:
-            continue
-        seen.add((chunk.doc_id, chunk.start, chunk.end))
-        chosen.append(dataclasses.replace(found.quotes[i], probability=float(p[i])))
-        if len(chosen) == count:
-            break
-    return chosen
-
-
-def _fit_reason(fit: Verdict) -> tuple[str, ...]:
-    return (f"stated for the patient asked about: {', '.join(fit.matched)}",) if fit.state == "fits" else ()
-
-
-QUOTED_NOTE = (
-    "quoted word for word from the sources: the sentences most likely to answer the question "
-    "(rag/check/quotes.py), each cited to its exact span"
-)
-
-
-def quoted_answer(
-    question: str,
-    quotes: Sequence[Quote],
-    evidence: Sequence[Hit],
-    timings: dict[str, float],
-    usage: dict[str, int],
-    notes: Sequence[str],
-) -> Answer:
-    """An answer made of ``quotes``, best first, one line each, cited ``[n]`` to the evidence
-    passage it comes from; each citation spans exactly the quoted sentence."""
-    lines, supports = [], []
-    for quote in quotes:
-        text = shown_text(quote)
-        lines.append(f"- {text} [{quote.source}]")
-        supports.append(
-            SentenceSupport(
-                text=text,
-                markers=(quote.source,),
-                support=1.0,  # a sentence of its passage, word for word
-                supported=True,
-                reasons=(
-                    f"quoted; P(answers the question) = {quote.probability:.2f}",
-                    *_fit_reason(quote.fit),
-                ),
-            )
-        )
-    return Answer(
-        question=question,
-        text="The sources say:\n" + "\n".join(lines),
-        mode="rag",
-        citations=tuple(Citation.from_chunk(q.source, q.hit.chunk, 1.0) for q in quotes),
-        sentences=tuple(supports),
-        evidence=tuple(evidence),
-        timings=timings,
-        usage=usage,
-        notes=(*notes, QUOTED_NOTE),
-    )
+    return _distinct([dataclasses.replace(found.quotes[i], probability=float(p[i])) for i in order], count)

@@ -118,9 +118,5 @@ def abstain_token() -> str:
     return str(prompts()["abstain_token"])
 
 
-def abstain_message() -> str:
-    return str(prompts()["abstain_message"])
-
-
 def closed_book_label() -> str:
     return str(prompts()["closed_book_label"])

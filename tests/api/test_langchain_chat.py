@@ -95,6 +95,7 @@ def test_ainvoke_and_astream_keep_them_too(server, bm25_paths):
 def test_a_source_filter_that_excludes_every_passage_abstains(server):
     message = chat_model(server, filters={"sources": ["no-such-source"]}).invoke(QUESTION)
     assert message.response_metadata["medcite"]["mode"] == "abstained"
+    assert message.response_metadata["medcite"]["outcome"] == "nothing_relevant"
     assert message.response_metadata["citations"] == [] and message.response_metadata["evidence"] == []
 
 

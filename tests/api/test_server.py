@@ -13,6 +13,7 @@ from api.settings import ApiSettings
 from core.types import Filters
 from indexes.store import load_index
 from rag.indexing import retrieve
+from rag.outcomes import CLOSEST_LEAD, NOTHING_RELEVANT
 from tests.api.support import (
     KEY,
     ScriptedGenerator,
@@ -387,9 +388,11 @@ def test_abstention_token_never_reaches_a_streaming_client(bm25_paths):
         )
         chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert "INSUFFICIENT" not in text and "do not" in text.lower()
+    assert "INSUFFICIENT" not in text and text.startswith(CLOSEST_LEAD)
     final = next(c for c in chunks if c.model_extra.get("medcite"))
-    assert final.model_extra["medcite"]["mode"] == "abstained" and final.model_extra["citations"] == []
+    assert final.model_extra["medcite"]["mode"] == "abstained"
+    assert final.model_extra["medcite"]["outcome"] == "closest_lines"  # passages about it, no line confirmed
+    assert all(c["support"] is None for c in final.model_extra["citations"])
 
 
 def test_each_key_has_its_own_rate_limit_and_health_is_never_limited(bm25_paths):
@@ -453,8 +456,9 @@ def test_a_sentence_citing_a_passage_not_about_the_question_is_not_presented(bm2
             )
         )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert "CHA2DS2-VASc" not in text and "do not answer" in text
+    assert text == NOTHING_RELEVANT
     final = next(c.model_extra for c in chunks if c.model_extra.get("medcite"))
-    assert final["medcite"]["mode"] == "abstained" and final["citations"] == [] and final["evidence"]
+    assert final["medcite"]["mode"] == "abstained" and final["medcite"]["outcome"] == "nothing_relevant"
+    assert final["citations"] == [] and final["evidence"]  # the passages read are listed
     assert final["medcite"]["sentences"] == [] and generator.streams == []
-    assert any("is about the question; not mentioned: pembrolizumab" in n for n in final["medcite"]["notes"])
+    assert any("lacks a word asked (pembrolizumab" in n for n in final["medcite"]["notes"])

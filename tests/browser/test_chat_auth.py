@@ -41,5 +41,5 @@ def test_a_question_asked_before_the_key_is_retried_after_it(keyed_server, page)
     page.locator(".turn").wait_for(state="detached")  # no half answer left behind
     page.locator("#key-input").fill(KEY)
     page.locator("#key-input").press("Enter")
-    assert wait_for_answer(page).locator(".mode").text_content() == "rag"
+    assert wait_for_answer(page).locator(".mode").get_attribute("data-outcome") == "answer"
     assert page.locator("#profile option").count() == 1  # the settings were loaded too

@@ -23,8 +23,10 @@ def test_the_answer_streams_in_and_ends_with_its_mode_and_sources(chat, page):
     assert page.locator(".answer").get_attribute("aria-busy") == "true"
     answer = wait_for_answer(page)
     assert answer.locator(".answer-text").text_content() == f"{REPLY} {SECOND}"
-    assert answer.locator(".mode").text_content() == "rag"
-    assert "each [n] opens the passage" in answer.locator(".mode-text").text_content()
+    assert answer.locator(".mode").text_content() == "Answer"
+    assert answer.locator(".mode").get_attribute("data-outcome") == "answer"
+    assert "each [n] opens the exact line" in answer.locator(".mode-text").text_content()
+    assert answer.locator(".not-confirmed").count() == 0
     assert answer.locator("button.cite").count() == 2
     assert answer.locator(".sources li").count() == 1
 

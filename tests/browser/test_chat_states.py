@@ -8,18 +8,35 @@ import pytest
 
 from bench.serving.live_chat import REPLY, SECOND, UNSUPPORTED, ask, serve, wait_for_answer
 from core.errors import GeneratorError
+from rag.outcomes import NOTHING_RELEVANT
 
 
-def test_an_abstention_says_so_and_shows_no_citations(chat, page):
+def test_passages_the_model_finds_insufficient_are_the_closest_lines_marked_not_confirmed(chat, page):
     chat.generator.reply = "INSUFFICIENT the passages do not say"
     page.goto(chat.url)
     ask(page)
     answer = wait_for_answer(page)
-    assert answer.locator(".mode").text_content() == "abstained"
-    assert "the sources do not answer this" in answer.locator(".mode-text").text_content()
+    badge = answer.locator(".mode")
+    assert badge.text_content() == "Not confirmed" and badge.get_attribute("data-mode") == "abstained"
+    assert "could not confirm an answer" in answer.locator(".mode-text").text_content()
+    assert answer.locator(".not-confirmed").is_visible()  # a banner, not an answer heading
     assert "INSUFFICIENT" not in answer.text_content()
+    assert answer.locator(".sources-box h3").text_content() == "Where the closest lines stand"
+    lines = answer.locator(".answer-text").text_content().splitlines()[1:]
+    assert lines and len(lines) == len(set(lines))  # no line twice
+    answer.locator("button.cite").first.click()  # each line opens its span
+    assert page.locator("dialog#passage mark").text_content()
+    assert ".py" not in answer.locator(".notes").text_content()  # words for people
+
+
+def test_a_question_nothing_indexed_is_about_says_so_and_cites_nothing(chat, page):
+    page.goto(chat.url)
+    ask(page, "How do I true a bicycle wheel?")
+    answer = wait_for_answer(page)
+    assert answer.locator(".mode").text_content() == "Nothing relevant"
+    assert answer.locator(".answer-text").text_content() == NOTHING_RELEVANT
     assert answer.locator("button.cite").count() == 0 and answer.locator(".sources").count() == 0
-    assert "not an answer" in answer.locator(".evidence summary").text_content()
+    assert answer.locator(".not-confirmed").count() == 0
 
 
 def test_a_removed_sentence_is_listed_struck_through_with_its_reason_never_as_fact(chat, page):

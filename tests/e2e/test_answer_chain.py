@@ -48,5 +48,7 @@ def test_question_answered_by_the_corpus_gets_a_correct_cited_answer(chain):
 def test_question_outside_the_corpus_gets_an_abstention(chain):
     answer = chain.answer("What is the first-line antibiotic for acute otitis media in children?")
     assert answer.mode == "abstained", answer
-    assert answer.citations == ()
-    assert "do not answer" in answer.text
+    # nothing relevant, or the closest passages marked not confirmed: never an answer
+    assert answer.outcome in ("nothing_relevant", "closest_lines"), answer
+    assert all(c.support is None for c in answer.citations)
+    assert "amoxicillin" not in answer.text.lower()

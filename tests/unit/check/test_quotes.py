@@ -15,12 +15,13 @@ from rag.check.quotes import (
     QUOTE_MODEL,
     QuoteModel,
     best_quotes,
+    closest_lines,
     lead_in,
     quote_text,
-    quoted_answer,
     sentences,
     shown_text,
 )
+from rag.outcomes import closest_answer, quoted_answer
 from tests.helpers import make_hit
 
 DOC = (
@@ -138,7 +139,8 @@ def test_a_quoted_answer_cites_each_line_to_its_passage_and_span():
     assert answer.text.count("[1]") == 2 and "**" not in answer.text  # plain text, each line cited
     assert [c.quote for c in answer.citations] == [q.hit.chunk.text for q in quotes]
     assert all(s.supported and s.markers == (1,) for s in answer.sentences)
-    assert answer.notes[0] == "earlier note" and "quoted word for word" in answer.notes[-1]
+    assert answer.notes[0] == "earlier note" and answer.notes[-1].startswith("Quoted word for word")
+    assert ".py" not in answer.notes[-1]  # words for people, not module names
 
 
 LIST = (
@@ -205,6 +207,19 @@ def test_a_line_for_another_band_is_never_a_quote_and_the_patients_line_comes_fi
     assert [q.hit.chunk.text[:8] for q in best_quotes(found, model, 3)] == ["K+ < 3.5"]
     answer = quoted_answer("q", best_quotes(found, model, 3), [hit], {}, {}, [])
     assert "stated for the patient asked about: < 3.5 mmol/L" in answer.sentences[0].reasons
+    # the sibling band is scored apart: never an answer, last among the closest lines, with why
+    assert [q.hit.chunk.text[:8] for q in found.conflicting] == ["K+ 3.5-5"]
+    closest = closest_lines(found, model, 3)
+    assert [q.hit.chunk.text[:8] for q in closest] == ["K+ < 3.5", "Recheck ", "K+ 3.5-5"]
+    shown = closest_answer("q", closest, [hit], {}, {}, [])
+    assert shown.outcome == "closest_lines" and shown.mode == "abstained"
+    assert shown.text.startswith("medcite could not confirm an answer in the sources. The closest lines:\n- ")
+    why = "not for this patient: stated for 3.5-5.0 mmol/L; the question gives 3.1"
+    assert why in shown.text.splitlines()[3]
+    assert [s.status for s in shown.sentences] == ["closest"] * 3
+    assert not any(s.supported for s in shown.sentences)
+    assert all(c.support is None for c in shown.citations)  # not verified as an answer
+    assert [c.quote for c in shown.citations] == [q.hit.chunk.text for q in closest]  # each its own span
 
 
 def test_a_condition_only_a_heading_states_is_shown_with_the_line():

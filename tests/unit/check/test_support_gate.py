@@ -12,7 +12,8 @@ from core.types import Answer
 from rag.check.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
 from rag.check.rules import GateRules
 from rag.generate.citations import parse_answer
-from rag.generate.prompts import abstain_message, abstain_token
+from rag.generate.prompts import abstain_token
+from rag.outcomes import CLOSEST_LEAD
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
@@ -99,9 +100,10 @@ def test_drop_keeps_remaining_markers_pointing_at_their_passages():
 
 def test_drop_of_every_sentence_abstains_and_lists_the_evidence():
     answer = make(BAD)[0].answer(QUESTION)
-    assert answer.mode == "abstained" and answer.text == abstain_message()
-    assert answer.citations == () and [h.chunk.chunk_id for h in answer.evidence] == list(PASSAGES)
-    assert [s.status for s in answer.sentences] == ["removed"]
+    assert answer.outcome == "closest_lines" and answer.text.startswith(CLOSEST_LEAD)  # no line confirmed
+    assert all(c.support is None for c in answer.citations)  # closest passages: cited, not verified
+    assert [h.chunk.chunk_id for h in answer.evidence] == list(PASSAGES)
+    assert [s.status for s in answer.sentences] == ["removed", "closest", "closest", "closest"]
     assert any("none of the 1 generated sentences may be presented" in n for n in answer.notes)
 
 
@@ -123,8 +125,9 @@ def test_flag_keeps_the_sentence_behind_a_visible_label():
 
 def test_abstain_withholds_the_whole_answer_for_one_unsupported_sentence():
     answer = make(f"{GOOD} {BAD}", "abstain")[0].answer(QUESTION)
-    assert answer.mode == "abstained" and answer.text == abstain_message() and answer.citations == ()
-    assert [s.status for s in answer.sentences] == ["removed", "removed"]
+    assert answer.outcome == "closest_lines" and answer.text.startswith(CLOSEST_LEAD)
+    assert GOOD not in answer.text and all(c.support is None for c in answer.citations)
+    assert [s.status for s in answer.sentences if s.status != "closest"] == ["removed", "removed"]
     assert "withheld" in answer.sentences[0].reasons[0]
     assert any("withheld (policy abstain)" in n for n in answer.notes)
 
@@ -274,7 +277,7 @@ def test_a_trimmed_sentence_is_verified_against_its_remaining_citations_and_remo
     verifier = ScriptedVerifier(unsupported=["Nevus"])
     answer = make("Nevus guides anticoagulation [1][3].", verifier=verifier)[0].answer(QUESTION)
     assert answer.mode == "abstained"
-    (sentence,) = answer.sentences
+    (sentence,) = [s for s in answer.sentences if s.status != "closest"]
     assert sentence.markers == (1,) and sentence.status == "removed" and not sentence.supported
 
 
@@ -284,8 +287,8 @@ def test_when_no_passage_is_about_the_question_it_abstains_without_generating():
     answer = pipe.answer("What is the recommended dose of pembrolizumab for metastatic melanoma?")
     assert answer.mode == "abstained" and answer.sentences == () and generator.produced == 0
     assert answer.notes[-1] == (
-        "none of the 3 passages found is about the question; not mentioned: "
-        "pembrolizumab (3), metastatic (3), a dose (3), melanoma (2)"
+        "nothing was generated: each of the 3 passages found lacks a word asked ("
+        "pembrolizumab (3), metastatic (3), a dose (3), melanoma (2))"
     )
     assert len(answer.evidence) == 3  # the passages found are still listed
 
@@ -358,7 +361,7 @@ def test_streamed_and_whole_answers_agree(policy):
 
 def test_the_abstention_token_is_held_back_and_only_the_abstention_is_streamed():
     pieces, final = streamed(make(f"{abstain_token()} the passages do not say [1].")[0])
-    assert final.mode == "abstained" and pieces == [abstain_message()]
+    assert final.outcome == "closest_lines" and pieces == [final.text] and abstain_token() not in final.text
 
 
 def test_a_generator_failing_mid_stream_keeps_what_was_sent_in_front_of_the_degraded_answer():
@@ -470,7 +473,7 @@ def test_an_answer_that_never_gives_the_dose_asked_for_abstains_and_sends_nothin
     reply = "The dose is 0.05 to 0.1 mg/kg IV. Evidence for epinephrine dosing in neonates is weak [1]."
     pieces, answer = streamed(dose_pipeline(reply), DOSE_QUESTION)
     assert answer.mode == "abstained" and pieces == [answer.text] and "0.05" not in answer.text
-    assert [s.status for s in answer.sentences] == ["removed", "removed"]
+    assert [s.status for s in answer.sentences if s.status != "closest"] == ["removed", "removed"]
     assert answer.sentences[1].reasons == ("withheld: no sentence of the answer gives a dose",)
     assert any("give no dose" in n for n in answer.notes)
 

@@ -9,6 +9,7 @@ import pytest
 
 from core.errors import ConfigError, GeneratorError, GeneratorTimeout, ModelError, QueryError
 from core.types import Chunk, Generation, Hit, Message
+from rag.outcomes import NOTHING_RELEVANT
 from rag.pipeline import Pipeline, PipelineSettings
 from rag.rerank.identity import IdentityReranker
 from tests.helpers import ScriptedVerifier
@@ -131,7 +132,7 @@ def test_markers_pointing_at_no_source_are_removed_never_resolved():
 def test_no_evidence_above_threshold_abstains_without_calling_the_generator():
     gen = FakeGenerator("should not be used")
     answer = pipeline(gen, KeywordReranker("otitis"), threshold=0.5)[0].answer("Treatment of otitis media?")
-    assert answer.mode == "abstained" and "do not answer" in answer.text
+    assert answer.outcome == "nothing_relevant" and answer.text == NOTHING_RELEVANT and answer.citations == ()
     assert gen.calls == [] and answer.citations == ()
 
 
