@@ -558,9 +558,10 @@ class Pipeline:
         off_topic: bool = False,
     ) -> Answer:
         """No confirmed answer: the closest lines when the best reaches ``closest_floor``, else
-        "nothing relevant" (``rag/outcomes.py``). Without scored lines, the kept passages are the
-        closest, unless none is about the question (``off_topic``). ``sentences``: what the gate
-        did with a generation, kept on the record."""
+        "nothing relevant" (``rag/outcomes.py``). Without scored lines the kept passages are the
+        closest, whole: when the quote checks barred every line (the relevance model still kept
+        the passages), or with no quote model unless none is about the question (``off_topic``).
+        ``sentences``: what the gate did with a generation, kept on the record."""
         removed = tuple(s for s in sentences if s.status == "removed")
         notes = (*found.notes, *why)
         count = self.settings.quote_sentences
@@ -570,7 +571,7 @@ class Pipeline:
                 return self._cut(
                     closest_answer(question, lines, found.pool, clock.timings, found.usage, notes, removed)
                 )
-        elif found.kept and not off_topic:  # unscored: the passages themselves, whole
+        elif found.kept and (found.lines is not None or not off_topic):  # unscored: passages whole
             lines = [Quote(hit, n, float("nan")) for n, hit in enumerate(found.kept[:count], start=1)]
             return self._cut(
                 closest_answer(question, lines, found.kept, clock.timings, found.usage, notes, removed)

@@ -1,0 +1,69 @@
+"""Which passages the closest lines should come from, measured on the clinician dev part.
+
+    medcite bench closest-pool --out docs/results/clinician/closest_pool_dev.json
+
+When no line is confirmed, medcite shows the closest lines (``rag/outcomes.py``). They come
+from a pool of passages: the kept ones (evidence threshold and ``keep``), or the ``n`` most
+relevant candidates from a lower floor. For each pool of a grid, for the answerable dev
+questions that keep at least one passage (the others are told "nothing relevant"), this counts
+the key fact in the best line, in the best three, and the answering passage in the pool.
+Lines are ranked by quote models cross-validated by guideline folder (each folder's questions
+ranked by a model fitted without them, ``training/quotes.py``); candidates and their relevance
+come from the cached dev evidence, so nothing is retrieved or generated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from evals.datasets.clinician import key_fact_given
+from rag.check.quotes import closest_lines, quote_text, sentences
+from rag.pipeline import PipelineSettings
+from training.aboutness import answering
+from training.quotes import cross_validated_models, dev_rows, kept_hits
+
+POOLS = ((0.49, 4), (0.3, 6), (0.2, 8), (0.1, 8), (0.0, 10))
+
+
+def measure(dev: Any, models: dict[str, Any], threshold: float, keep: int) -> dict[str, Any]:
+    """Key fact in the first / best three closest lines, and the answering passage in the pool."""
+    rules = PipelineSettings.from_profile(dev.profile).gate_rules
+    scorer = dev.assembled.pipeline.reranker
+    gate = dev.profile.rerank.threshold or 0.0
+    counts = {"questions": 0, "in_pool": 0, "first": 0, "three": 0}
+    for item in dev.items:
+        if not item.answerable or not any(p >= gate for _, p in dev.candidates[item.question]):
+            continue  # nothing kept: "nothing relevant" whatever the pool
+        hits = kept_hits(item, dev.candidates, dev.chunk_of, threshold, keep, by_relevance=True)
+        found = sentences(item.question, hits, scorer, dev.vocabulary, rules)
+        lines = closest_lines(found, models[item.qid][2], 3)
+        texts = [quote_text(q) for q in lines]
+        counts["questions"] += 1
+        counts["in_pool"] += any(answering(item, h.chunk) for h in hits)
+        counts["first"] += bool(texts) and key_fact_given(item, texts[0])
+        counts["three"] += key_fact_given(item, " ".join(texts))
+    return {"threshold": threshold, "keep": keep, **counts}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    dev, _, rows = dev_rows(args.profile, None)
+    models = cross_validated_models(rows)
+    grid = []
+    for threshold, keep in POOLS:
+        grid.append(measure(dev, models, threshold, keep))
+        print(json.dumps(grid[-1]), flush=True)
+    out = {"part": "dev", "profile": args.profile, "grid": grid}
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
