@@ -5,7 +5,7 @@ so the pictures show the page as the tests check it, not a mock-up.
 
     .venv/bin/python scripts/screenshots.py            # writes docs/screenshots/*.png
     medcite serve &  # the real chain (default profile, local model), then:
-    .venv/bin/python scripts/screenshots.py --real-url http://127.0.0.1:8000   # real-*.png only
+    .venv/bin/python scripts/screenshots.py --real-url http://127.0.0.1:8000   # real-*.png, one per outcome
 
 With ``--real-url`` the pictures are of a real answer from that server: the models' own text,
 support scores and passages, nothing scripted.
@@ -54,22 +54,33 @@ def shot(browser: Any, url: str, path: Path, *, width: int = 1000, full: bool = 
         context.close()
 
 
+# One question per outcome for the real chain (default profile, default index)
+CLOSEST_QUESTION = "When should the second high-sensitivity troponin be drawn?"
+NOTHING_QUESTION = "How do I true a bicycle wheel?"
+
+
 def real_shots(browser: Any, url: str, out: Path, question: str) -> None:
-    """``real-answer.png`` and ``real-passage.png``: one question to a real server (minutes on a CPU)."""
+    """``real-answer.png``, ``real-passage.png``, ``real-closest.png`` and ``real-nothing.png``:
+    one question per outcome to a real server (seconds each when quoted; minutes if generated)."""
     context = browser.new_context(viewport={"width": 1000, "height": 900}, device_scale_factor=1)
     try:
         page = context.new_page()
         page.set_default_timeout(600_000)
-        page.goto(url)
-        page.locator("#profile option").first.wait_for(state="attached")
-        ask(page, question)
-        answer = wait_for_answer(page)
-        page.screenshot(path=str(out / "real-answer.png"), full_page=True)
-        print(f"wrote {out / 'real-answer.png'}")
-        if answer.locator("button.cite").count():
-            answer.locator("button.cite").first.click()
-            page.screenshot(path=str(out / "real-passage.png"))
-            print(f"wrote {out / 'real-passage.png'}")
+        for name, asked in (
+            ("answer", question),
+            ("closest", CLOSEST_QUESTION),
+            ("nothing", NOTHING_QUESTION),
+        ):
+            page.goto(url)
+            page.locator("#profile option").first.wait_for(state="attached")
+            ask(page, asked)
+            answer = wait_for_answer(page)
+            page.screenshot(path=str(out / f"real-{name}.png"), full_page=True)
+            print(f"wrote {out / f'real-{name}.png'} ({answer.locator('.mode').text_content()})")
+            if name == "answer" and answer.locator("button.cite").count():
+                answer.locator("button.cite").first.click()
+                page.screenshot(path=str(out / "real-passage.png"))
+                print(f"wrote {out / 'real-passage.png'}")
     finally:
         context.close()
 
@@ -109,9 +120,12 @@ def main() -> None:
                 ask(page)
                 wait_for_answer(page)
             served.generator.reply = "INSUFFICIENT the passages do not say"
-            with shot(browser, served.url, out / "abstained.png") as page:
-                ask(page, "What is the dose of apixaban in atrial fibrillation with dialysis?")
-                wait_for_answer(page).locator(".evidence summary").click()
+            with shot(browser, served.url, out / "closest.png") as page:
+                ask(page)  # the scripted model finds the passages insufficient: the closest passages
+                wait_for_answer(page)
+            with shot(browser, served.url, out / "nothing.png") as page:
+                ask(page, NOTHING_QUESTION)
+                wait_for_answer(page).locator(".evidence summary, .mode").first.wait_for()
             served.generator.reply, served.generator.timeout_after = REPLY, 0
             with shot(browser, served.url, out / "error.png") as page:
                 ask(page)

@@ -8,8 +8,8 @@ import { append, el, safeLink } from "./dom.js";
 // mode, read through LEGACY): a badge, a class for its colour, and one sentence.
 export const OUTCOMES = {
   answer: ["Answer", "Answered from the sources below; each [n] opens the exact line it rests on."],
-  closest_lines: ["Not confirmed", "medcite could not confirm an answer in the sources. These are the closest lines, not an answer: read each one in its source."],
-  nothing_relevant: ["Nothing relevant", "Nothing in the indexed sources is about this question."],
+  closest_lines: ["Not confirmed", "The closest lines of the sources: not an answer."],
+  nothing_relevant: ["Nothing relevant", "No passage found is about this question, and medcite does not answer from memory."],
   degraded: ["Not an answer", "The model could not answer; the passages found are listed below, unsummarised."],
   closed_book: ["Closed-book", "Answered from the model's memory, without sources: nothing here is checked against a source."],
 };
