@@ -83,6 +83,9 @@ class PipelineSettings:
     # no confirmed answer: the closest lines when the best reaches this P(answers), else "nothing
     # relevant" (rag/outcomes.py)
     closest_floor: float = _PROFILE.quote.closest_floor
+    # None: closest lines come from the quote pool; (floor, n): from a wider pool, scored once no
+    # line is confirmed
+    closest_pool: tuple[float, int] | None = _PROFILE.quote.closest_pool()
 
     @classmethod
     def from_profile(cls, profile: Profile) -> PipelineSettings:
@@ -105,6 +108,7 @@ class PipelineSettings:
             quote_sentences=profile.quote.sentences,
             quote_pool=profile.quote.pool(),
             closest_floor=profile.quote.closest_floor,
+            closest_pool=profile.quote.closest_pool(),
         )
 
 
@@ -565,11 +569,12 @@ class Pipeline:
         removed = tuple(s for s in sentences if s.status == "removed")
         notes = (*found.notes, *why)
         count = self.settings.quote_sentences
-        if found.lines is not None and (found.lines.quotes or found.lines.conflicting):
-            lines = closest_lines(found.lines, QuoteModel.shipped(), count)
+        pool, scored = self._closest_pool(question, found, clock)
+        if scored is not None and (scored.quotes or scored.conflicting):
+            lines = closest_lines(scored, QuoteModel.shipped(), count)
             if lines[0].probability >= self.settings.closest_floor:
                 return self._cut(
-                    closest_answer(question, lines, found.pool, clock.timings, found.usage, notes, removed)
+                    closest_answer(question, lines, pool, clock.timings, found.usage, notes, removed)
                 )
         elif found.kept and (found.lines is not None or not off_topic):  # unscored: passages whole
             lines = [Quote(hit, n, float("nan")) for n, hit in enumerate(found.kept[:count], start=1)]
@@ -577,6 +582,21 @@ class Pipeline:
                 closest_answer(question, lines, found.kept, clock.timings, found.usage, notes, removed)
             )
         return nothing_relevant(question, found.kept, clock.timings, found.usage, notes, removed)
+
+    def _closest_pool(
+        self, question: str, found: Evidence, clock: Clock
+    ) -> tuple[list[Hit], Sentences | None]:
+        """The passages closest lines come from and their scored lines: the quote pool's, or
+        with ``closest_pool`` the wider pool's, scored now (a failing model keeps the former)."""
+        s, model = self.settings, self._quoter
+        if s.closest_pool is None or model is None or found.lines is None or not found.kept:
+            return found.pool, found.lines
+        wide = quote_pool(found, s.closest_pool)
+        try:
+            scored = clock.run("closest", sentences, question, wide, model, self.vocabulary(), s.gate_rules)
+        except ModelError:
+            return found.pool, found.lines
+        return wide, scored
 
     def _cut(self, answer: Answer) -> Answer:
         """``answer`` with its text cut before the first of the client's ``stop`` sequences, as a

@@ -117,10 +117,20 @@ class QuoteConfig(_Strict):
     # When no line is confirmed: the closest lines are shown when the best reaches this P(answers),
     # else "nothing relevant" (rag/outcomes.py); 0 shows them whenever a passage was kept
     closest_floor: float = Field(default=0.0, ge=0.0, le=1.0)
+    # Which passages the closest lines come from: None, the quote pool; a probability, the
+    # closest_pool_keep most relevant candidates from it up (only once no line is confirmed)
+    closest_pool_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    closest_pool_keep: int = Field(default=8, ge=1, le=50)
 
     def pool(self) -> tuple[float, int] | None:
         """(relevance floor, how many) of the passages quotes come from; None: the kept ones."""
         return None if self.pool_threshold is None else (self.pool_threshold, self.pool_keep)
+
+    def closest_pool(self) -> tuple[float, int] | None:
+        """(relevance floor, how many) of the passages closest lines come from; None: the quote pool."""
+        if self.closest_pool_threshold is None:
+            return None
+        return (self.closest_pool_threshold, self.closest_pool_keep)
 
 
 class Profile(_Strict):
