@@ -532,3 +532,32 @@ def test_a_failing_quote_scorer_generates_instead_and_says_so():
 def test_quoting_without_a_sentence_scoring_reranker_is_a_config_error():
     with pytest.raises(ConfigError, match=r"quote\.threshold=0\.5 needs a reranker that scores sentences"):
         pipeline(FakeGenerator("x"), quote_threshold=0.5)
+
+
+# -- no confirmed answer: the closest lines or nothing relevant (rag/outcomes.py) -------------------
+@pytest.mark.parametrize("pool, cited", [(None, {"cap"}), ((0.05, 8), {"af", "cap"})])
+def test_unconfirmed_closest_lines_come_from_the_closest_pool(pool, cited):
+    reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")  # passages: cap 0.9, af 0.1
+    settings = PipelineSettings(
+        threshold=0.5, keep=3, quote_threshold=1.0, quote_sentences=3, closest_pool=pool
+    )
+    gen = FakeGenerator("No citation here.")  # generated, then removed by the gate: nothing confirmed
+    pipe = Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings)
+    answer = pipe.answer("Which score estimates stroke risk in AF?")
+    assert answer.outcome == "closest_lines" and answer.mode == "abstained"
+    assert {c.doc_id for c in answer.citations} == cited
+    assert all(s.status in ("closest", "removed") for s in answer.sentences)
+    assert "No citation here" not in answer.text  # the generated sentence is never shown
+
+
+def test_closest_lines_under_the_floor_are_nothing_relevant_and_no_kept_passage_is_too():
+    reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")
+    settings = PipelineSettings(threshold=0.5, keep=3, quote_threshold=1.0, closest_floor=1.0)
+    pipe = Pipeline(
+        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), settings=settings
+    )
+    answer = pipe.answer("Which score estimates stroke risk in AF?")
+    assert answer.outcome == "nothing_relevant" and answer.text == NOTHING_RELEVANT
+    assert answer.citations == () and answer.evidence  # the passages read are still listed
+    nothing_kept = pipe.with_settings(threshold=0.99).answer("Which score estimates stroke risk in AF?")
+    assert nothing_kept.outcome == "nothing_relevant" and nothing_kept.evidence == ()
