@@ -31,41 +31,67 @@ class ApiSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MEDCITE_", extra="ignore", frozen=True)
 
-    env: Literal["development", "production"] = "production"
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
+    env: Literal["development", "production"] = Field(
+        default="production",
+        description="development runs without API keys (a trusted machine); production refuses to.",
+    )
+    host: str = Field(default="127.0.0.1", description="The address the server listens on.")
+    port: int = Field(default=8000, ge=1, le=65535, description="The port the server listens on.")
 
-    # What to serve: pipeline profiles (the OpenAI "model" names), their index and generator.
-    profiles: Annotated[list[str], NoDecode] = ["default"]
-    index: str | None = None  # overrides every profile's index name
-    data_dir: Path = Path(DEFAULT_DATA_DIR)
-    model_dir: Path = Path(DEFAULT_MODEL_DIR)
-    generator_backend: Literal["llama-cpp", "openai"] | None = None  # overrides the profiles'
-    generator_url: str | None = None  # e.g. http://llm:8080/v1 for the openai backend
-    generator_model: str | None = None
-    generator_timeout_s: float | None = Field(default=None, gt=0, le=3600)
+    profiles: Annotated[list[str], NoDecode] = Field(
+        default=["default"], description="Pipeline profiles served, comma-separated: the OpenAI model names."
+    )
+    index: str | None = Field(default=None, description="Overrides every served profile's index name.")
+    data_dir: Path = Field(default=Path(DEFAULT_DATA_DIR), description="Where indexes and caches live.")
+    model_dir: Path = Field(default=Path(DEFAULT_MODEL_DIR), description="Where the fetched models live.")
+    generator_backend: Literal["llama-cpp", "openai"] | None = Field(
+        default=None, description="Overrides the profiles' generator backend."
+    )
+    generator_url: str | None = Field(
+        default=None, description="The openai backend's server, e.g. http://llm:8080/v1."
+    )
+    generator_model: str | None = Field(
+        default=None, description="Overrides the model name sent to the openai server."
+    )
+    generator_timeout_s: float | None = Field(
+        default=None, gt=0, le=3600, description="Overrides the profiles' seconds per generation."
+    )
 
-    # Access.
-    api_keys: Annotated[list[str], NoDecode] = []
-    cors_origins: Annotated[list[str], NoDecode] = []
+    api_keys: Annotated[list[str], NoDecode] = Field(
+        default=[], description="Accepted bearer keys, comma-separated, each at least 16 characters."
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default=[], description="Browser origins allowed by CORS, comma-separated; empty: none."
+    )
 
-    # Limits.
-    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
-    max_question_chars: int = Field(default=MAX_QUERY_CHARS, ge=16, le=MAX_QUERY_CHARS)
-    max_messages: int = Field(default=32, ge=1)
-    max_k: int = Field(default=50, ge=1, le=1000)
-    max_tokens: int = Field(default=1024, ge=1)
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="Largest request body accepted.")
+    max_question_chars: int = Field(
+        default=MAX_QUERY_CHARS, ge=16, le=MAX_QUERY_CHARS, description="Longest question accepted."
+    )
+    max_messages: int = Field(default=32, ge=1, description="Most messages a chat request may carry.")
+    max_k: int = Field(default=50, ge=1, le=1000, description="Most passages a retrieve request may ask for.")
+    max_tokens: int = Field(default=1024, ge=1, description="Largest max_tokens a chat request may ask for.")
 
-    # Generation queue: the local model runs one request at a time.
-    generation_concurrency: int = Field(default=1, ge=1)
-    queue_limit: int = Field(default=4, ge=0)  # requests allowed to wait; one more gets 429
-    queue_timeout_s: float = Field(default=300.0, gt=0, le=3600)  # waited longer: 503 with Retry-After
-    retry_after_s: int = Field(default=30, ge=1)
-    # Per client (API key, or address without keys); 0 turns the limit off.
-    rate_limit_per_minute: int = Field(default=600, ge=0)
-    rate_limit_burst: int = Field(default=60, ge=1)
+    # the local model runs one request at a time, so the rest wait in a bounded queue
+    generation_concurrency: int = Field(default=1, ge=1, description="Generations run at the same time.")
+    queue_limit: int = Field(
+        default=4, ge=0, description="Requests allowed to wait for a generation; one more gets 429."
+    )
+    queue_timeout_s: float = Field(
+        default=300.0, gt=0, le=3600, description="Seconds a request may wait; longer: 503 with Retry-After."
+    )
+    retry_after_s: int = Field(
+        default=30, ge=1, description="Retry-After seconds when the queue is full or the wait ran out."
+    )
+    rate_limit_per_minute: int = Field(
+        default=600, ge=0, description="Requests per minute per API key (or address without keys); 0: off."
+    )
+    rate_limit_burst: int = Field(
+        default=60, ge=1, description="Requests a client may send at once before the per-minute rate applies."
+    )
 
-    log_questions: bool = False  # questions may carry patient data
+    # off by default: questions may carry patient data
+    log_questions: bool = Field(default=False, description="Write each question to the server's log.")
 
     @field_validator("profiles", "api_keys", "cors_origins", mode="before")
     @classmethod

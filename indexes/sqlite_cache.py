@@ -2,28 +2,24 @@
 
 Every cache medcite keeps goes through :class:`SqliteCache`: the llm reranker's scores
 (``rag/rerank/cache.py``), eval generations (``evals/engine/generation_cache.py``), judge calls
-(``evals/engine/judge/cache.py``) and embedding vectors (``indexes/dense/embedding_cache.py``). Each keeps its
-own table, columns and value encoding (a :class:`Table` and a :class:`Codec`), so the files that
-existed before this module still open with the same keys and values.
+(``evals/engine/judge/cache.py``) and embedding vectors (``indexes/dense/embedding_cache.py``).
+Each keeps its own table, columns and value encoding (a :class:`Table` and a :class:`Codec`), so
+the files that existed before this module still open with the same keys and values.
 
-- Keys are content hashes: :func:`json_key` / :func:`hash_key` (sha256) with a version. Version 1
-  hashes the bare content, which is how every cache derived its keys before this module existed;
-  a later version is hashed in front of the content, so bumping a cache's version changes every
-  key and old entries become misses, never misreadings.
-- Writes are batched: :meth:`SqliteCache.put` collects entries and commits ``batch_size`` of them
-  in one transaction; :meth:`~SqliteCache.put_many` commits its entries at once; ``flush()``,
-  ``close()`` and leaving a ``with`` block commit what is pending, and so does a normal exit of the
-  process for a cache nobody closed. A killed process loses at most the pending entries.
-- Sqlite in WAL mode: any number of readers (threads, API workers, eval processes) read committed
-  entries while one writer writes; writers wait up to ``timeout`` seconds for each other. One
-  connection per cache object, shared by its threads under a lock.
-- A corrupt file, or a sqlite file whose table of this name has other columns, is handled the
-  same way everywhere, at opening or mid-use: moved aside to ``<name>.corrupt-<time>`` (with its
-  ``-wal`` journal; nothing is deleted), a warning names both files and the reason, and an empty
-  cache takes its place. A row that cannot be decoded is a miss.
-- Other sqlite errors (a lock held too long, a full disk): a best-effort cache (the default) logs a
-  warning and treats the operation as a miss or an unwritten entry; a ``strict`` cache raises the
-  original error for its caller to report (the index build names the stage and the folder).
+- Keys are content hashes (:func:`json_key` / :func:`hash_key`, sha256) with a version; bumping a
+  cache's version changes every key, so old entries become misses, never misreadings (version 1
+  hashes the bare content, as the caches did before this module).
+- Writes are batched: ``put`` commits ``batch_size`` entries in one transaction, ``put_many`` at
+  once; ``flush()``, ``close()``, leaving a ``with`` block and a normal process exit commit what is
+  pending. A killed process loses at most the pending entries.
+- Sqlite in WAL mode: any number of readers read committed entries while one writer writes;
+  writers wait up to ``timeout`` seconds for each other. One connection per cache object, shared
+  by its threads under a lock.
+- A corrupt file, or a table of this name with other columns, at opening or mid-use: moved aside
+  to ``<name>.corrupt-<time>`` (with its ``-wal``; nothing is deleted), a warning names both files
+  and the reason, and an empty cache takes its place. A row that cannot be decoded is a miss.
+- Other sqlite errors (a lock held too long, a full disk): a best-effort cache (the default) logs
+  a warning and treats the operation as a miss; a ``strict`` cache raises for its caller to report.
 """
 
 from __future__ import annotations

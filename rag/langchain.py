@@ -10,25 +10,17 @@ and a chat model for a medcite server that keeps its citations.
 Documents carry the chunk's full provenance in ``metadata`` (chunk id, title, section, source,
 URL, licence, span) plus the retrieval score, so citations survive a LangChain app. The chain
 runnables go through ``Pipeline.answer`` / ``Pipeline.stream``, so the support gate applies as
-everywhere: the streaming runnable yields verified sentences one at a time, never one the gate
-removed, and its last item (the answer dict) has the same text they add up to.
+everywhere: the streaming runnable yields verified sentences only, and its last item (the answer
+dict) has the same text they add up to.
 
-:class:`MedciteChatModel` talks to ``medcite serve`` (``POST /v1/chat/completions``), which
-answers in OpenAI's format plus top-level ``citations``, ``evidence`` and ``medcite`` (on the final
-chunk when streaming); ``ChatOpenAI`` drops those. Here they land in the message's
-``response_metadata`` (not ``additional_kwargs``, which LangChain sends back to a model as message
-fields), for ``invoke``/``ainvoke`` and, on the chunk that carries them and so on the chunks
-added up, for ``stream``/``astream``: ``citations`` (marker, chunk id, document, span, quote,
-support score), ``evidence`` (the passages read) and ``medcite`` (mode, text, notes, sentences,
-timings), next to ``finish_reason`` and ``model_name``; token counts are ``usage_metadata``.
-It is a ``BaseChatModel`` on the ``openai`` client rather than a ``ChatOpenAI`` subclass: the
-subclass would keep the fields only by overriding private hooks (``_create_chat_result``,
-``_convert_chunk_to_generation_chunk``) whose signatures follow langchain-openai's releases, and
-would add langchain-openai and tiktoken (which downloads its encodings on first use) for tools,
-structured output and the Responses API, none of which medcite's server offers. ``_generate`` and
-``_stream`` are LangChain's documented contract for a chat model; the async calls run them in
-LangChain's executor. Client errors are the ``openai`` client's own (``openai.APIStatusError``
-with the server's message, which says what to change).
+:class:`MedciteChatModel` talks to ``medcite serve`` (``POST /v1/chat/completions``), whose
+OpenAI-format replies add ``citations``, ``evidence`` and ``medcite``; ``ChatOpenAI`` drops those.
+Here they land in the message's ``response_metadata`` (not ``additional_kwargs``, which LangChain
+sends back to a model), for ``invoke``/``ainvoke`` and on the streamed chunk that carries them;
+token counts are ``usage_metadata``. It is a ``BaseChatModel`` on the ``openai`` client rather
+than a ``ChatOpenAI`` subclass, which could keep the fields only through private hooks that
+follow langchain-openai's releases, and would add langchain-openai and tiktoken for features
+medcite's server does not offer. Client errors are the ``openai`` client's own.
 """
 
 from __future__ import annotations

@@ -26,101 +26,184 @@ class _Strict(BaseModel):
 
 
 class RetrievalConfig(_Strict):
-    mode: Literal["bm25", "dense", "hybrid"] = "hybrid"
-    fusion: Literal["rrf", "weighted"] = "rrf"
-    rrf_k: float = Field(default=60.0, gt=0)
-    weights: tuple[float, float] = (0.5, 0.5)
-    candidates: int = Field(default=30, ge=1, le=1000)  # per retriever, before fusion and reranking
-    sources: tuple[str, ...] = ()  # metadata filters applied before ranking
-    sections: tuple[str, ...] = ()
+    mode: Literal["bm25", "dense", "hybrid"] = Field(
+        default="hybrid", description="Which retriever: BM25, dense (FAISS) or both fused."
+    )
+    fusion: Literal["rrf", "weighted"] = Field(
+        default="rrf",
+        description="How hybrid mode fuses the two rankings: reciprocal rank or weighted scores.",
+    )
+    rrf_k: float = Field(default=60.0, gt=0, description="The k of reciprocal rank fusion, 1 / (k + rank).")
+    weights: tuple[float, float] = Field(
+        default=(0.5, 0.5), description="Weighted fusion's weights for (BM25, dense)."
+    )
+    candidates: int = Field(
+        default=30, ge=1, le=1000, description="Hits each retriever returns, before fusion and reranking."
+    )
+    sources: tuple[str, ...] = Field(
+        default=(), description="Only passages from these sources, filtered before ranking; empty: all."
+    )
+    sections: tuple[str, ...] = Field(
+        default=(), description="Only passages from these sections, filtered before ranking; empty: all."
+    )
 
 
 class ReformulationConfig(_Strict):
-    kind: Literal["none", "rewrite", "hyde"] = "none"  # off by default; costs a generation
-    max_tokens: int = Field(default=96, ge=8, le=512)
+    # off by default: a rewrite costs a generation before retrieval
+    kind: Literal["none", "rewrite", "hyde"] = Field(
+        default="none",
+        description="Rewrite the question, or retrieve with a generated answer (HyDE), before retrieval.",
+    )
+    max_tokens: int = Field(
+        default=96, ge=8, le=512, description="Most tokens the rewrite or hypothetical answer may take."
+    )
 
 
 class RerankConfig(_Strict):
-    backend: Literal["none", "llm", "cross-encoder", "trained"] = "llm"
-    model_path: Path | None = None  # cross-encoder folder; trained: default is the shipped model
-    candidates: int = Field(default=12, ge=1, le=200)  # how many fused hits are reranked
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)  # reranker's [0, 1] scale; None: keep all
-    keep: int = Field(default=5, ge=1, le=50)  # evidence passages given to the generator
-    # "relevance": evidence in the reranker's order; "retrieval": the reranker's scores only gate
-    # the evidence (threshold) and the passages keep the retriever's order
-    order: Literal["relevance", "retrieval"] = "relevance"
-    # None: whole passages go to the generator. An int: the generator gets only the best sentences
-    # of the kept passages, up to that many wordpieces (rag/rerank/sentences.py); the sentences are
-    # scored by the trained relevance model, so this needs backend = "trained".
-    sentence_budget: int | None = Field(default=None, ge=16, le=4096)
+    backend: Literal["none", "llm", "cross-encoder", "trained"] = Field(
+        default="llm",
+        description="Which reranker scores the fused hits; trained: the relevance model shipped.",
+    )
+    model_path: Path | None = Field(
+        default=None,
+        description="The cross-encoder's folder, or the trained model's; unset: the shipped trained model.",
+    )
+    candidates: int = Field(default=12, ge=1, le=200, description="How many fused hits are reranked.")
+    threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Score a passage needs on the reranker's [0, 1] scale to be evidence; unset: keep all.",
+    )
+    keep: int = Field(default=5, ge=1, le=50, description="Evidence passages given to the generator.")
+    order: Literal["relevance", "retrieval"] = Field(
+        default="relevance",
+        description="Evidence in the reranker's order, or the retriever's with the reranker only gating.",
+    )
+    # the sentences are scored by the trained relevance model, so this needs backend = "trained"
+    sentence_budget: int | None = Field(
+        default=None,
+        ge=16,
+        le=4096,
+        description="Wordpieces of the kept passages' best sentences to answer from; unset: whole passages.",
+    )
 
 
 class GeneratorConfig(_Strict):
-    backend: Literal["llama-cpp", "openai"] = "llama-cpp"
-    model_path: Path | None = None  # llama-cpp: a GGUF file; default: the fetched Qwen2.5 1.5B
-    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8080/v1
-    model: str = "default"
-    api_key_env: str | None = None  # name of the environment variable holding the key
-    n_ctx: int = Field(default=4096, ge=512)
-    threads: int | None = Field(default=None, ge=1)
-    max_tokens: int = Field(default=256, ge=1, le=4096)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    timeout_s: float = Field(default=120.0, gt=0)
+    backend: Literal["llama-cpp", "openai"] = Field(
+        default="llama-cpp", description="A local GGUF model, or an OpenAI-compatible server."
+    )
+    model_path: Path | None = Field(
+        default=None, description="llama-cpp: a GGUF file; unset: the fetched Qwen2.5 1.5B."
+    )
+    base_url: str | None = Field(
+        default=None, description="openai: the server's URL, e.g. http://127.0.0.1:8080/v1."
+    )
+    model: str = Field(default="default", description="openai: the model name sent to the server.")
+    api_key_env: str | None = Field(
+        default=None, description="openai: the environment variable holding the API key."
+    )
+    n_ctx: int = Field(default=4096, ge=512, description="llama-cpp: the context window in tokens.")
+    threads: int | None = Field(
+        default=None, ge=1, description="llama-cpp: CPU threads; unset: the CPUs idle at each answer."
+    )
+    max_tokens: int = Field(default=256, ge=1, le=4096, description="Most tokens an answer may take.")
+    temperature: float = Field(
+        default=0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy and repeatable."
+    )
+    timeout_s: float = Field(default=120.0, gt=0, description="Seconds one generation may take.")
 
 
 class VerifyConfig(_Strict):
-    # "heuristic": embedding cosine + lexical coverage + number check (rag/check/verify.py);
-    # "trained": the support model medcite trains (rag/check/support_model.py) + number check.
-    backend: Literal["heuristic", "trained"] = "heuristic"
-    model_path: Path | None = None  # trained: a model folder; default: the one shipped with medcite
-    # None: the backend's own (heuristic 0.5; trained: the threshold in the model's manifest)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    llm_judge: bool = False
-    # The local model judges, with the question, whether the cited passage gives each sentence
-    # as its answer (rag/check/answer_judge.py); a sentence that passes the rule checks is shown
-    # when P(yes) reaches this threshold (and its support reaches judge_above). None: off.
-    answer_judge: float | None = Field(default=None, ge=0.0, le=1.0)
-    # The support a pair needs before the answer judge is asked (0: every pair that passes the
-    # rule checks); with the trained backend, the support model's P(supported).
-    judge_above: float = Field(default=0.0, ge=0.0, le=1.0)
-    # What a generated sentence below the threshold, or citing a passage not about the question,
-    # becomes (rag/check/gate.py): "drop" leaves it out (the answer abstains when none is
-    # left), "flag" shows it behind an [UNSUPPORTED] label, "abstain" withholds the whole answer.
-    # An index without embeddings has no verifier: nothing is verified, so drop and abstain
-    # abstain and flag labels every sentence [UNVERIFIED].
-    policy: Literal["drop", "flag", "abstain"] = "drop"
-    # When a cited passage is about the question (rag/check/aboutness.py): "judged" (the
-    # aboutness model's probability, from the question's concepts the passage covers and the
-    # relevance model's probability, reaches min_about; unset: the model's own threshold),
-    # "every" (every key term, the rule before issue 31) or "off".
-    about: Literal["judged", "every", "off"] = "every"
-    min_about: float | None = Field(default=None, ge=0.0, le=1.0)
-    # The relevance model's probability a presented sentence needs that it answers the question
-    # (rag/check/gate.py, check "answers"; 0 turns it off).
-    min_answer: float = Field(default=0.0, ge=0.0, le=1.0)
-    # A sentence the model left without a marker (rag/check/gate.py): cited only to a passage
-    # about the question it quotes word for word ("quoted"), or also to the one about the
-    # question that supports it best at the threshold ("supported").
-    uncited: Literal["quoted", "supported"] = "quoted"
+    backend: Literal["heuristic", "trained"] = Field(
+        default="heuristic",
+        description="Support score: embedding cosine + lexical coverage, or the trained support model.",
+    )
+    model_path: Path | None = Field(
+        default=None, description="trained: a support model folder; unset: the one shipped with medcite."
+    )
+    threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Support a sentence needs; unset: the backend's own (0.5, or the trained model's).",
+    )
+    llm_judge: bool = Field(
+        default=False, description="Blend the local model's yes/no on each (sentence, passage) into support."
+    )
+    answer_judge: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="P(yes) the local model must give that the passage answers so; unset: no judge.",
+    )
+    judge_above: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Support a pair needs before the answer judge is asked; 0: every pair passing the rules.",
+    )
+    # without embeddings there is no verifier: drop and abstain then abstain, flag labels
+    # every sentence [UNVERIFIED]
+    policy: Literal["drop", "flag", "abstain"] = Field(
+        default="drop",
+        description="An unsupported or off-topic sentence: left out, labelled [UNSUPPORTED], or abstain.",
+    )
+    about: Literal["judged", "every", "off"] = Field(
+        default="every",
+        description="A cited passage is about the question: by the aboutness model, every key term, or off.",
+    )
+    min_about: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="The aboutness model's threshold for about = \"judged\"; unset: the model's own.",
+    )
+    min_answer: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="P(answers) from the relevance model a shown sentence needs; 0: off.",
+    )
+    uncited: Literal["quoted", "supported"] = Field(
+        default="quoted",
+        description="Unmarked sentence: cited to a passage it quotes, or also to the one supporting it best.",
+    )
 
 
 class QuoteConfig(_Strict):
-    # None: never answer by quoting; a probability: quote the sources when the quote model
-    # (rag/check/quotes.py) gives the best sentence at least this
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    sentences: int = Field(default=3, ge=1, le=10)  # how many sentences a quoted answer shows
-    # Which passages a quote may come from: None, the kept evidence ([rerank] threshold and
-    # keep); a probability, the pool_keep most relevant candidates from it up (a line that
-    # answers is often in a passage under the evidence threshold)
-    pool_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    pool_keep: int = Field(default=8, ge=1, le=50)
-    # When no line is confirmed: the closest lines are shown when the best reaches this P(answers),
-    # else "nothing relevant" (rag/outcomes.py); 0 shows them whenever a passage was kept
-    closest_floor: float = Field(default=0.0, ge=0.0, le=1.0)
-    # Which passages the closest lines come from: None, the quote pool; a probability, the
-    # closest_pool_keep most relevant candidates from it up (only once no line is confirmed)
-    closest_pool_threshold: float | None = Field(default=None, ge=0.0, le=1.0)
-    closest_pool_keep: int = Field(default=8, ge=1, le=50)
+    threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Quote the sources when the best sentence has this P(answers); unset: never quote.",
+    )
+    sentences: int = Field(default=3, ge=1, le=10, description="How many sentences a quoted answer shows.")
+    # a line that answers is often in a passage under the evidence threshold
+    pool_threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Quotes come from the pool_keep candidates from this P(relevant) up; unset: evidence.",
+    )
+    pool_keep: int = Field(
+        default=8, ge=1, le=50, description="How many candidates the quote pool holds (with pool_threshold)."
+    )
+    closest_floor: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description='None confirmed: show the closest lines if the best has this P(answers), else "nothing".',
+    )
+    closest_pool_threshold: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="Closest lines from closest_pool_keep passages this P(relevant) up; unset: quote pool.",
+    )
+    closest_pool_keep: int = Field(
+        default=8, ge=1, le=50, description="How many candidates the closest-lines pool holds."
+    )
 
     def pool(self) -> tuple[float, int] | None:
         """(relevance floor, how many) of the passages quotes come from; None: the kept ones."""
@@ -134,15 +217,19 @@ class QuoteConfig(_Strict):
 
 
 class Profile(_Strict):
-    name: str = "default"
-    description: str = ""
-    index: str = "default"
-    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
-    reformulation: ReformulationConfig = Field(default_factory=ReformulationConfig)
-    rerank: RerankConfig = Field(default_factory=RerankConfig)
-    generator: GeneratorConfig = Field(default_factory=GeneratorConfig)
-    verify: VerifyConfig = Field(default_factory=VerifyConfig)
-    quote: QuoteConfig = Field(default_factory=QuoteConfig)
+    name: str = Field(default="default", description="The profile's name; unset: the file's name.")
+    description: str = Field(default="", description="One line saying what the profile is for.")
+    index: str = Field(
+        default="default", description="The index to answer from (`medcite index build --name`)."
+    )
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig, description="How to retrieve.")
+    reformulation: ReformulationConfig = Field(
+        default_factory=ReformulationConfig, description="Whether to rewrite the question first."
+    )
+    rerank: RerankConfig = Field(default_factory=RerankConfig, description="How to rerank and keep evidence.")
+    generator: GeneratorConfig = Field(default_factory=GeneratorConfig, description="Which model answers.")
+    verify: VerifyConfig = Field(default_factory=VerifyConfig, description="How each sentence is checked.")
+    quote: QuoteConfig = Field(default_factory=QuoteConfig, description="When to answer by quoting.")
 
 
 def available_profiles() -> list[str]:

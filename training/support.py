@@ -6,36 +6,22 @@ Questions, split by question and year so nothing evaluated is trained on:
   (``training.leakage``: MIRAGE bioasq, BioASQ 11B, LiveQA, PubMedQA PQA-L), minus duplicated
   texts, minus the questions of the support set's dev split (``evals.datasets.support_set``, which
   chooses the threshold). ``tests/unit/training/test_support_training.py`` asserts no overlap.
-- **dev**: the support set's dev split; picks the epoch, fits the calibration and the threshold;
-- **test** (BioASQ 11B) is never read here; ``medcite study verifier`` reports on it.
+- **dev**: the support set's dev split; picks the epoch, fits the calibration and the threshold.
+  The test split (BioASQ 11B) is never read here; ``medcite study verifier`` reports on it.
 
-Training pairs per claim (a claim is an ideal-answer sentence, as in ``evals.datasets.support_set``),
-each against one window of a passage (``rag.check.support_model.windows``):
-
-- ``own`` (1): the window of its own gold passage sharing most content words with it;
-- ``other`` / ``near`` (0): the best such window of a random other question's passage, and of the
-  most similar other question's (embedding cosine, no shared PubMed id);
-- ``number`` (0): a number changed, with rules the test split does not use (any number of the
-  claim, +/-1..3, x10 or /10; the test set doubles the first number);
-- ``negation`` (0): a negation removed, or added after a randomly chosen auxiliary (the test
-  set adds it after the first);
-- ``direction`` (0): a direction word flipped, from a training-only word list
-  (:data:`TRAIN_DIRECTIONS`: elevated/reduced, enhances/impairs, ...) that shares no word with
-  the test rule's list (``evals.datasets.support_set``: increases/decreases, dominant/recessive, ...),
-  so the test split's ``antonym`` pairs measure whether the model learned what a flipped
-  direction means or only which words were flipped;
-- ``entity`` (0): the question's exact answer swapped for another train question's.
-
-Claims come from every ideal answer of a train question (most have one; some up to 15), the
-dev and test splits use the first only, as ``evals.datasets.support_set`` does.
+Training pairs per claim (an ideal-answer sentence; every ideal answer of a train question, the
+first only for dev and test), each against one passage window (``rag.check.support_model.windows``):
+``own`` (1, the best window of its gold passage); ``other`` / ``near`` (0, a random and the most
+similar other question's passage); ``number``, ``negation``, ``direction`` (0, edited by rules and
+word lists the test split does not use, :data:`TRAIN_DIRECTIONS`, so the test's pairs measure
+whether the model learned what the edit means, not which words were edited); ``entity`` (0, the
+exact answer swapped for another train question's).
 
 Steps: pairs -> bottom layers cached (``training.fit.cache_bottom``) -> adapters trained
-(``training.fit.train``, checkpointed; a finished run is not cached again) -> calibration on
-dev (a logistic regression of the label on the best window's logit and the lexical coverage,
-``rag.check.support_model.calibrated``) -> the threshold: the highest support, as the
-verifier computes it (number and name checks included), that keeps 0.80 of the supported dev pairs ->
-``model/adapter.safetensors`` (float16) and ``model/manifest.json``. Copy ``model`` to
-``rag/check/weights/support-minilm`` to ship it.
+(``training.fit.train``, checkpointed) -> calibration on dev (logistic regression on the best
+window's logit and the lexical coverage, ``rag.check.support_model.calibrated``) -> the threshold
+(the highest support, as the verifier computes it, keeping 0.80 of the supported dev pairs) ->
+``model/adapter.safetensors`` and ``manifest.json``; copy ``model`` to ``rag/check/weights/support-minilm``.
 """
 
 from __future__ import annotations

@@ -6,23 +6,18 @@ own raylet), ``--shards 8``, dense kind ``ivfpq`` with ``nlist`` about ``4 sqrt(
 exact float32 vectors kept for re-scoring.
 
 - ``real``: every source of ``../shared/data`` and the embedded default (``REAL_SOURCES``).
-- ``1M``: the same plus synthetic documents up to ``--chunks`` (default 1,000,000): JSONL files
-  read by the ``user-docs`` source, so every stage of the build runs on them. Each is made as
-  ``bench/retrieval/corpus.py`` makes its synthetic chunks: a seeded real chunk's BM25 tokens with
-  20% replaced by unigram draws, joined by spaces. Embedding 900k texts on 2 cores would take
-  about 3.5 hours and would measure the embedder, not the build: their vectors (the origin's real
-  vector plus N(0, 0.025^2) noise, renormalised) are put in the run's embedding cache beforehand,
-  under the key of the chunk the build makes of each document (found with the build's own
-  chunker), so the build takes them from the cache as it takes any vector embedded before. Real
-  chunks are embedded by the cluster's actors, except those of the three indexes the retrieval
-  benches already built (their vectors are copied into the run's cache first).
+- ``1M``: the same plus synthetic documents up to ``--chunks`` (default 1,000,000), JSONL files
+  read by the ``user-docs`` source, made as ``bench/retrieval/corpus.py`` makes its synthetic
+  chunks. Embedding them on 2 cores would measure the embedder, not the build, so their vectors
+  (the origin's real vector plus small noise, renormalised) are put in the run's embedding cache
+  beforehand under the keys the build's own chunker gives them; real chunks are embedded by the
+  cluster's actors, except those the retrieval benches already embedded (copied in first).
 
-Reported per run (``docs/results/bench/stream_build.json``): the driver's peak RSS (the
-build's own ``ru_maxrss``, which excludes Ray's processes), the peak RSS of the largest Ray worker
-process and of all Ray processes together (sampled every 0.5 s), stage seconds and chunks/s, disk
-bytes per row, and the recall@10 of the served index (ivfpq, re-scored) against exact search over
-the same vectors for 850 real clinician questions (docs/clinician_benchmark.md), embedded by the
-real embedder. The load average is recorded: other work shares this machine.
+Reported per run (``docs/results/bench/stream_build.json``): the driver's peak RSS (its own
+``ru_maxrss``), the peak RSS of the largest Ray worker and of all Ray processes (sampled every
+0.5 s), stage seconds and chunks/s, disk bytes per row, and the recall@10 of the served index
+(ivfpq, re-scored) against exact search for 850 real clinician questions. The load average is
+recorded: other work shares this machine.
 
     medcite bench stream-build --size real
     medcite bench stream-build --size 1M

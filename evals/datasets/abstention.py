@@ -15,16 +15,12 @@ Both halves are real MedQuAD questions (NIH, CC BY 4.0), told apart by what the 
 
 Two parts share no disease, drug or question: ``test`` (``abstention-default``, the reported
 numbers) and ``dev`` (``abstention-default-dev``, where the default profile's evidence threshold
-was chosen; ``bench/answers/evidence_threshold.py``).
-
-Leakage: no question of these pools (:data:`DRAWN_FROM`) is a training pair: the relevance
-model's MedQuAD pairs skip them (``training.leakage.benchmark_pools``; a test asserts it), and
-MedQuAD distributes no drug monograph answers. The relevance model shipped before 2026-11-25 did
-not skip them and had trained on 11 of the 200 test questions (with MedQuAD's answers as
-passages); it was retrained. The answerable half is easy on purpose
-for retrieval (the disease name is the chunk title), so it measures whether the gate lets
-supported answers through, not retrieval difficulty. The pools are sorted by MedQuAD id and
-shuffled with a fixed seed, then interleaved, so a partial run holds both halves.
+was chosen; ``bench/answers/evidence_threshold.py``). No question of these pools
+(:data:`DRAWN_FROM`) is a training pair (``training.leakage.benchmark_pools``; a test asserts it;
+the history: docs/results/module_history.md). The answerable half is easy on purpose for
+retrieval (the disease name is the chunk title), so it measures whether the gate lets supported
+answers through. The pools are sorted by MedQuAD id and shuffled with a fixed seed, then
+interleaved, so a partial run holds both halves.
 """
 
 from __future__ import annotations

@@ -1,32 +1,25 @@
 """Unanswerable questions about things the default index does name (``abstention-near-miss``).
 
 The unanswerable half of ``abstention-default`` asks about drugs the index never mentions, so
-retrieval finds nothing about them and the evidence gate alone can abstain. The dangerous case is
-the one a user meets first: the index has a passage about the question's disease or drug, but not
-the answer (issue 14's pembrolizumab question retrieved the HPO "Melanoma" phenotype list and
-was answered with a dose). Every question here is a real MedQuAD question (NIH, CC BY 4.0) of
-that kind; none has its answer in the ``default`` index, by construction:
+the evidence gate alone can abstain. The dangerous case is the one a user meets first: the index
+has a passage about the question's disease or drug, but not the answer (issue 14's pembrolizumab
+question was answered with a dose from the HPO "Melanoma" phenotype list). Every question here is
+a real MedQuAD question (NIH, CC BY 4.0) of that kind, without its answer in ``default``:
 
 - ``treatment``: GARD/GHR "What are the treatments for X?" where X is, normalised, the title of
-  an HPO disease reference in the index (a passage about X will be found), and X occurs in no
-  guideline chunk (every other source of the default index). HPO references list a disease's
-  clinical features, inheritance and onset, never its treatment, so no passage answers it.
+  an HPO disease reference in the index and occurs in no guideline chunk. HPO references list a
+  disease's features, inheritance and onset, never its treatment, so no passage answers it.
 - ``drug``: MedlinePlus "What should I do if I forget a dose of D?" and "How should I keep D
-  stored and dispose of it?" about drugs whose whole name occurs in a guideline chunk (a passage
-  naming D will be found). Society-guideline summaries give indications and doses, not missed
-  dose or storage instructions, so no passage answers them.
+  stored and dispose of it?" about drugs named in a guideline chunk. Guideline summaries give
+  indications and doses, not missed-dose or storage instructions.
 
 Half of each kind per part; the ``test`` and ``dev`` parts share no disease, drug or question
 (the pools are sorted, shuffled with the seed, and cut in two). Every item is unanswerable, so a
-run reports the abstention rate and what was presented when it did not abstain. Leakage: no
-question of these pools (:data:`DRAWN_FROM`) is a training pair of the relevance or support models
-(``training.leakage.benchmark_pools``; a test asserts it). The relevance model shipped before
-2026-11-25 had trained on 8 of the 100 test questions (with MedQuAD's answers as passages); it
-was retrained without them.
-What "the answer is not in the index" rests on, checked on the built default index (2026-11-25):
-no HPO chunk contains "treat", "therapy", "dose" or "mg"; no guideline chunk mentions a missed
-or forgotten dose; "storage" occurs once (insulin education should cover storage, without
-saying how). It is a property of the two sources, not a judgement of each item.
+run reports the abstention rate and what was presented when it did not abstain. No question of
+these pools (:data:`DRAWN_FROM`) is a training pair of the relevance or support models
+(``training.leakage.benchmark_pools``; a test asserts it). That the answers are not in the index
+is a property of the two sources, checked on the built index, not a judgement of each item (the
+checks and the retraining history: docs/results/module_history.md).
 """
 
 from __future__ import annotations

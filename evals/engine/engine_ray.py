@@ -1,31 +1,25 @@
 """``medcite eval run --engine ray``: the items of a run fan out to Ray actors; the driver keeps the run.
 
-Each :class:`EvalWorker` actor builds its generator once (the profile's model, or the one a test
-passes) and opens a condition's pipeline once, when its first item of that condition arrives; it
-answers one item at a time with the same functions as the local engine (``evals.engine.runner`` and
-``evals.engine.answers_run``), so a record is the same record wherever it was made. The driver alone:
+Each :class:`EvalWorker` actor builds its generator once and opens a condition's pipeline at its
+first item of that condition; it answers one item at a time with the local engine's functions
+(``evals.engine.runner``, ``evals.engine.answers_run``), so a record is the same wherever it was
+made. The driver alone:
 
-- writes the run directory: each record is appended as it arrives (a kill loses only the items in
-  flight), and done keys are skipped on resume exactly as in a local run;
-- writes the generation cache: a worker looks entries up through a :class:`CacheReader` actor pinned
-  to the driver's node (it reads the driver's sqlite file, which WAL lets it do while the driver
-  writes), and returns the entries its model calls made with each record, which the driver stores
-  before it writes the record; a rerun of a finished run therefore makes no model call;
-- retries: an actor that dies (its node lost, its process killed) has its in-flight items given to
-  the others at once, by the driver (Ray's ``max_task_retries`` stays 0, so nothing else runs an
-  item again), and a record is written once per key, so no item is lost or duplicated. An item's
-  own failure is a record with the error, as locally; anything else stops the run (rerun to resume);
-- restarts: Ray restarts a dead actor (``RayEngine.max_restarts`` times each) wherever the cluster
-  has room; the restarted actor builds its generator again in its constructor (and opens a
-  pipeline at its first item). The driver sends it a ``ping`` and, once it answers, gives it items
-  again, so the pool keeps its size (the progress bar says so). A worker whose restarts are used up
-  is lost; when none is left, or none has come back after ``restart_wait_s`` with none alive, the
-  run stops with an error that says to rerun (the finished records are kept: a rerun resumes).
+- writes the run directory, appending each record as it arrives (a kill loses only the items in
+  flight); done keys are skipped on resume exactly as in a local run;
+- writes the generation cache: workers read the driver's sqlite file through a :class:`CacheReader`
+  actor on the driver's node (WAL allows it) and return their new entries with each record, which
+  the driver stores first; a rerun of a finished run makes no model call;
+- retries: a dead actor's in-flight items go to the others at once (Ray's ``max_task_retries``
+  stays 0) and a record is written once per key, so no item is lost or duplicated; an item's own
+  failure is a record with the error, anything else stops the run (rerun to resume);
+- restarts: Ray restarts a dead actor (``RayEngine.max_restarts`` times); once it answers a
+  ``ping`` it gets items again. With no worker left, or none back after ``restart_wait_s``, the
+  run stops with an error that says to rerun (finished records are kept).
 
-With a server pool (``--server URL`` repeated; the profile's generator must be the OpenAI-compatible
-backend), every item is sent to the server with the fewest items in flight, at most ``per_server``
-at a time per server; the pool counts as one model for the cache (see :func:`pool_fingerprint`).
-Retrieval conditions stay in the driver (they are index look-ups, not model calls).
+With a server pool (``--server URL`` repeated; an OpenAI-compatible generator), each item goes to
+the server with the fewest in flight, at most ``per_server`` each; the pool counts as one model
+for the cache (:func:`pool_fingerprint`). Retrieval conditions stay in the driver.
 """
 
 from __future__ import annotations

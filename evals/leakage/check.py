@@ -4,34 +4,24 @@ A RAG arm that retrieves the very passage a question was written from (BioASQ's 
 in ``bioasq-distractors``, a PubMedQA abstract) measures lookup, not reasoning; the report
 splits accuracy and help/harm into *leaked* and *clean* items so that shows.
 
-**Text.** Lower case, words = runs of letters and digits (:func:`tokens`). A probe is a piece
-of an item's question or of one of its gold passages (:mod:`evals.datasets.gold_passages`; the
-question alone, without the option texts: options are short generic phrases — "Autosomal
-dominant", "yes" — that would match chunks by chance, and an index holding the question holds
-its stem). Texts longer than :data:`WINDOW` words are cut into near-equal windows of 32-96
-words, each its own probe, so one chunk (200 wordpieces, about 120-150 words) can hold a whole
-probe: a long abstract split over three chunks is still found in each.
+**Text.** Lower case, words = runs of letters and digits (:func:`tokens`). A probe is an item's
+question (without the option texts, short generic phrases that would match by chance) or one of
+its gold passages (:mod:`evals.datasets.gold_passages`). Texts longer than :data:`WINDOW` words
+are cut into near-equal windows of 32-96 words, each its own probe, so one chunk can hold a
+whole probe.
 
-**Score.** Word n-gram shingles, n = 8 (a probe of 4..7 words is one shingle of its whole
-length; under 4 words it is not checked; a gold passage needs n words: a 4-word fragment such
-as "Multicenter prospective cohort study." is a stock phrase, not evidence). The containment
-of probe P in chunk C is ``|shingles(P) ∩ shingles(C)| / |shingles(P)|``: the share of the
-probe's 8-word sequences that occur verbatim in that one chunk. An item is *leaked* when its
-question, or any of its gold passages, reaches containment >= :data:`DEFAULT_THRESHOLD` (0.5)
-in a single chunk. Why 0.5: half of a probe's 8-word sequences verbatim in one passage is far
-above chance. On MIRAGE's medqa, medmcqa, pubmedqa and bioasq against ``default``, ``large``
-and ``bioasq-distractors`` (docs/results/leakage/README.md), 99% of the unrelated probes score
-0 and none reaches 0.4 (the highest, 0.33, shares "one of the most common side effects of"
-with an unrelated sentence; a few reach 0.2-0.3 on such stock phrases); copied text scores 1.0
-(every BioASQ gold snippet in ``bioasq-distractors``), and the rates hardly move between
-thresholds 0.3 and 0.8.
+**Score.** Word 8-gram shingles (a probe of 4..7 words is one shingle of its whole length; under
+4 words it is not checked; a gold passage needs 8). The containment of probe P in chunk C is
+``|shingles(P) ∩ shingles(C)| / |shingles(P)|``; an item is *leaked* when its question or any
+gold passage reaches :data:`DEFAULT_THRESHOLD` (0.5) in a single chunk: half of a probe's 8-word
+sequences verbatim in one passage is far above chance (the measured score distributions:
+docs/results/leakage/README.md, docs/results/module_history.md).
 
 **Scan** (:func:`scan_chunks`, :func:`check_index`): exact and memory-light, one pass over
-the chunks. Every probe shingle is hashed to 64 bits (each word by blake2b-8 — stable across
-processes, unlike Python's salted ``hash`` — combined by a fixed polynomial), collected in
-sorted arrays ``hash -> probe ids``; chunks are streamed and only their shingles found there
-are counted, per (probe, chunk). A 64-bit collision could add a spurious shingle; at ~10^6
-probe shingles and ~10^8 chunk shingles the expected number of collisions is below 10^-5.
+the chunks. Every probe shingle is hashed to 64 bits (each word by blake2b-8, stable across
+processes unlike Python's salted ``hash``, combined by a fixed polynomial) into sorted arrays
+``hash -> probe ids``; chunks are streamed and only their shingles found there are counted. At
+~10^6 probe and ~10^8 chunk shingles the expected number of 64-bit collisions is below 10^-5.
 """
 
 from __future__ import annotations

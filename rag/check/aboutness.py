@@ -1,89 +1,27 @@
 """Is a cited passage about the question at all? A cheap, explainable check after generation.
 
-The support verifier asks whether a passage supports the sentence that cites it; it does not ask
-whether the passage is about what was asked. Out-of-corpus questions showed the gap (issue 14):
-"What is the recommended dose of pembrolizumab for metastatic melanoma?" was answered with a
-dose cited to the HPO phenotype list of familial melanoma, which names melanoma and no drug.
+The support verifier asks whether a passage supports the sentence that cites it, not whether it
+is about what was asked: issue 14's pembrolizumab dose was cited to the HPO phenotype list of
+familial melanoma, which names melanoma and no drug. The rules, over ``indexes.text.tokenize``:
 
-The rule, over ``indexes.text.tokenize`` tokens:
-
-1. The question's *key terms* are its content tokens (stop words already dropped), with
-   compounds split into their parts ("angle-closure" -> angle, closure), minus numbers and minus
-   ``GENERIC_TERMS`` (compared after ``stem``, so "decided" goes with "decide"): words that say
-   what kind of answer is wanted or whom it is for (dose, treatment, recommended, first-line,
-   antibiotic, score, patients, adults, acute, ...), which a passage that answers need not repeat.
-   What is left names the subject: drugs, conditions, scores, organisms ("pembrolizumab",
-   "metastatic", "melanoma").
-2. A passage (title, section path and text, as the index sees it) is about the question when it
-   contains *every* key term, compared after ``stem``: a plural "s"/"ies", a final "e" and one
-   ending out of -ation, -ing, -ed, -ic, -al are cut, so "infections" meets "infection",
-   "diabetes" meets "diabetic" and "treated" meets "treat".
+1. The question's *key terms* are its content tokens, compounds split, minus numbers and minus
+   ``GENERIC_TERMS`` (after ``stem``): words that say what kind of answer is wanted or for whom
+   (dose, treatment, recommended, patients, ...). What is left names the subject.
+2. A passage (title, section path and text) is about the question when it contains *every* key
+   term after ``stem`` ("infections" meets "infection", "diabetes" meets "diabetic"); one
+   measure's two spellings count as one (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C, ECG/EKG).
 3. A question with no key term left ("and in children?") cannot be checked; every passage passes.
-
-What it catches: a passage that lacks the drug, condition or score the question names
-(pembrolizumab against a melanoma phenotype list; "acute angle-closure glaucoma" against a
-passage on another eye disease; "bacterial prostatitis" against a pneumonia guideline).
-
-What it misses, by design or by cheapness:
-
-- a passage that names every key term but is about something else (a phenotype list of
-  alkaptonuria that includes "Prostatitis" covers "bacterial prostatitis" only if it also says
-  "bacterial"; a list that happens to name both passes). The verifier, and the reranker before
-  generation, judge the content; this check only rejects passages that cannot be about the
-  question;
-- synonyms and abbreviations: a passage that says only "AF" or "anticoagulant" does not cover
-  "atrial fibrillation" or "anticoagulation" (the title and section usually do, and they count);
-  a correct sentence citing such a passage is then not shown, which is the safe side to err on.
-  Only one measure's two spellings count as one (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C,
-  ECG/EKG): KDIGO's stage table says "GFR", and "Which eGFR range defines CKD stage G3a?" was
-  withheld for it;
-- a subject word in ``GENERIC_TERMS`` ("score" in "CHA2DS2-VASc score" stays covered by the
-  other parts of the name, but "What is the score for X?" checks only X).
-
-Measured on the default index (open-medicine + HPO, 14,816 chunks) with the top 6 hybrid hits
-of 15 questions (the 10 of ``bench/answers/ask_questions.py`` and the 5 of
-``scripts/support_gate_examples.py``): for the out-of-corpus ones (pembrolizumab, head lice,
-yellow fever vaccination) no hit passes; for each answerable one the passage that answers it
-passes (CHA2DS2-VASc, qSOFA, CAP antibiotics, Marfan, Rett: 5-6 of 6 hits). The misses (before
-``SAME_MEASURE`` below) are
-passages that abbreviate or leave out a term of the question: 1 of 6 KDIGO hits for "eGFR ...
-CKD stage G3a" (the others say "GFR" or no stage), 2 of 6 ADA hits for "nonpregnant adults", 1
-of 6 ACR hits for "serum urate" (the others say "SU"). A correct sentence citing only such a
-passage is not shown; the answer then says why and lists the passages.
-
-On research questions the generic words of guideline questions were not enough: the best gold
-BioASQ snippet of only 35% of the Task 7B-10B questions held every key term ("effective",
-"mechanism", "action", "associated", "list" were taken as subject words), so medcite abstained
-on answerable literature questions. The research framing words below were chosen on those dev
-questions (35% -> 56%); held-out Task 11B went 45% -> 63%, and no question of the abstention
-sets changed outcome (``medcite bench aboutness-literature``). What still fails are mostly
-abbreviations ("DMD" for Duchenne muscular dystrophy) and a subject the snippet leaves implicit.
-
-4. *Subtypes*: a passage that names another "type X" than the question ("type 1" for "type 2",
-   "type A2" for "type C"; roman and arabic numerals alike) and not the question's is not about
-   it. Numbers are not key terms, so "Hyperprolinemia type 1" otherwise counts as a passage about
-   "Hyperprolinemia type 2" (a dev answer attributed type 1's features to type 2 that way). A
-   passage naming no type passes: 126 of the 160 diabetes chunks of the default guidelines never
-   say "type 2", their guideline's scope does.
-5. *What is asked for* (``ASKED_FOR``): a question that asks for a treatment, a dose, what to do
-   about a missed dose, or how to store a drug needs a passage that speaks of that at all (a
-   treatment word, a dose or unit, a missed dose, storage). HPO phenotype lists name a disease
-   and never its treatment (no HPO chunk of the default index says "treat...", "dose" or "mg"),
-   so "What are the treatments for Best vitelliform macular dystrophy?" answered with that
-   disease's phenotype list, each line quoted faithfully and so "supported", is not shown. The
-   kinds are few on purpose: each has words a passage that answers cannot avoid; "symptoms" has
-   none (a phenotype list is the answer), so it is not a kind. Chosen on the near-miss dev
-   questions (``evals/datasets/near_miss.py``): before it, 9 of their first 26 (all treatment
-   questions about rare diseases) were answered with the disease's phenotype lines.
+4. *Subtypes*: a passage naming another "type X" than the question's, and not the question's, is
+   not about it (numbers are not key terms, so "type 1" would otherwise pass for "type 2").
+5. *What is asked for* (``ASKED_FOR``): a question asking for a treatment, a dose, a missed dose
+   or storage needs a passage that speaks of that at all (a phenotype list never does).
 6. *Populations* (``POPULATIONS``): a question about children, pregnancy or breastfeeding needs a
-   passage that names that group, in any of its words ("pregnant" meets "pregnancy", "infants"
-   meets "pediatric"). An adult guideline answers neither: asked "What fluids should be given
-   for septic shock in children?", medcite presented the Surviving Sepsis Campaign's fluid
-   recommendation "for adults with sepsis" as the answer. These words are not key terms (rule
-   1), so a synonym of the group is enough; a question naming no group is not checked (most
-   guideline chunks leave their adult scope to the guideline's title).
+   passage that names that group, in any of its words.
 
-Pure functions; nothing here loads a model.
+By design it misses a passage that names every key term but is about something else (the
+verifier judges content) and synonyms it does not know; a correct sentence then goes unshown,
+the safe side to err on. Examples, measurements and the research framing words' choice:
+docs/results/module_history.md. Pure functions; nothing here loads a model.
 """
 
 from __future__ import annotations

@@ -2,21 +2,14 @@
 the patient asked about.
 
 A guideline states a line's conditions in fixed places: the line itself ("K+ < 3.5 mmol/L? ->
-replace at 10 mmol/hour"), a table row's label cell under its column header ("| 50-100 mL/day |
-Every other day |"), a list's lead-in, the headings above it. The question states the patient's
-("a potassium of 3.1", "CrCl is 22 mL/min", "a 9-year-old", "edoxaban", "basilar occlusion").
-:func:`read` reads both into :class:`Conditions`:
-
-- **values** (:class:`Band`): a measure, a unit and an interval. A question's value is a point
-  ("INR 6.2"); a line's is a range or a threshold ("4.5-10", "< 30", ">= 65", "within 4.5
-  hours"). A line's bare number ("recheck at 2 hours") is no condition;
-- **ages and populations** as age intervals (neonate ... older adult, "9-year-old") and sexes
-  (men / women, pregnancy, "postmenopausal women");
-- **drugs**, found by the maintained ``drug_named_entity_recognition`` dictionary (DrugBank, MeSH
-  and NHS names with their synonyms: "LMWH", "tPA", "acetylsalicylic acid");
-- **exclusive attributes**: route, vessel, circulation, episode, care setting, type (``type 1``
-  / ``type 2``), where a line naming one value of a family and not the asked one is for
-  another patient.
+replace at 10 mmol/hour"), a table row's label cell under its column header, a list's lead-in,
+the headings above it. The question states the patient's ("a potassium of 3.1", "a 9-year-old",
+"edoxaban"). :func:`read` reads both into :class:`Conditions`: **values** (:class:`Band`: a
+measure, a unit and an interval; a line's bare number is no condition), **ages and populations**
+(age intervals and sexes, pregnancy), **drugs** (the maintained
+``drug_named_entity_recognition`` dictionary, synonyms included) and **exclusive attributes**
+(route, vessel, circulation, episode, care setting, type), where a line naming one value of a
+family and not the asked one is for another patient.
 
 :func:`judge` compares them: a line **conflicts** when one of its conditions excludes the
 patient (a band without the value, a disjoint age or sex, another drug of a dose question with

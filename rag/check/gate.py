@@ -2,54 +2,26 @@
 
 The product's clinical-safety rule: never present a sentence its cited passage does not support,
 or that cites a passage not about the question, as an answer; when the sources do not answer,
-say so. Each sentence of a generated answer (after ``rag.generate.citations.parse_answer``) is
-checked twice:
+say so. Each sentence (after ``rag.generate.citations.parse_answer``) is checked twice:
+*supported* (it cites a passage and the verifier's best support, ``rag.check.verify``, reaches
+the threshold) and *on topic* (every cited passage is about the question, ``rag.check.aboutness``).
 
-- *supported*: it cites at least one passage and the verifier's support (best over its cited
-  passages, ``rag.check.verify``) reaches the verifier's threshold;
-- *on topic*: every passage it cites contains the question's key terms and the subtype it names
-  ("type 2"), and speaks of what the question asks for when that is a treatment, a dose, a
-  missed dose or storage (``rag.check.aboutness``).
+Before failing a sentence the gate repairs what it safely can: markers of passages not about the
+question are dropped, a sentence no cited passage supports is re-cited to the one about the
+question that supports it best (``_recite``), an unmarked whole entry of a passage is cited to it
+(``_cite_quotations``; any unmarked sentence under ``GateRules.uncited = "supported"``), and a
+failing list keeps the items passages list word for word if two remain (``_trim_lists``); notes
+name every move. A question the model repeats is no answer. A failing sentence follows
+``[verify] policy``: ``drop`` (default) leaves it out (its record stays, ``status="removed"``;
+no sentence left: abstain), ``flag`` prefixes ``[UNSUPPORTED] `` (``[UNVERIFIED] `` when nothing
+could verify it), ``abstain`` withholds the whole answer. Without a verifier (no embeddings)
+nothing counts as supported.
 
-A sentence citing both passages about the question and passages that are not (a list of a
-rare disease's features citing [1][2][3] where [3] is the phenotype list of a neighbouring
-disease) loses the markers of the latter first and is verified against the rest alone; a note
-names the passages taken out. A sentence none of whose cited passages supports it (or which
-cites only passages not about the question) is verified against each other passage about the
-question, and cited to the best one that supports it; a note lists the moves (``_recite``). A
-sentence without a marker that is one whole entry of a passage about the question, word for
-word (a list item before the one the model cited), is cited to that passage
-(``_cite_quotations``); under ``GateRules.uncited = "supported"`` any other sentence without a
-marker is re-cited like a mis-cited one, to the passage about the question that supports it
-best. A sentence that asks a question (the model repeating it) is no answer. A list sentence
-that still fails ("The symptoms of X include A, B and C") keeps the items that passages about
-the question list word for word, cited to those passages, if at least two remain
-(``_trim_lists``). A sentence that passes both checks is
-shown as written. One that fails either is handled by the profile's ``[verify] policy``:
-
-- ``drop`` (default): left out of the text. Its record stays in ``Answer.sentences`` with
-  ``status="removed"`` and the reasons; a note says how many were removed and why. When no
-  sentence is left, the answer abstains and lists the passages found.
-- ``flag``: kept, behind a label a reader cannot miss: ``[UNSUPPORTED] `` in front of the
-  sentence (``[UNVERIFIED] `` when the only problem is that nothing could verify it), and a note.
-- ``abstain``: the whole answer abstains.
-
-Without a verifier (an index built without embeddings) no sentence can be verified, so none
-counts as supported: ``drop`` and ``abstain`` abstain, ``flag`` labels every sentence
-``[UNVERIFIED]``. The reason is named in the notes.
-
-Streaming (``feed``): the raw generation so far is re-parsed after every piece; a sentence is
-decided once the next sentence has begun (a word outside brackets after it, so markers still
-arriving on the next line stay with it) or generation has ended (``finish``). ``feed`` returns
-the text that may be sent now: the decided sentences that pass, with the separators between
-them, or flagged. Nothing is sent while the text could still be the model's abstention token,
-and nothing before the end under ``abstain`` (a sentence already sent could not be taken back).
-When the question asks for a dose, a treatment, a missed dose or storage, sentences that pass
-are held back until one of them gives it (a dose: an amount with a unit), and if none does the
-answer abstains, so a line about dosing evidence is never presented as the dose (``_present``;
-not under ``flag``). The pieces returned, joined, are exactly the final answer text; citations
-of removed sentences are not in the final citation list (markers keep the prompt's numbering,
-so each remaining ``[n]`` still resolves to passage n).
+Streaming (``feed``): a sentence is decided once the next has begun or generation has ended
+(``finish``), and ``feed`` returns only text that may be sent: nothing while it could still be
+the abstention token, nothing before the end under ``abstain``, and for a dose, treatment,
+missed-dose or storage question nothing until a sentence gives it (``_present``). The pieces
+joined are the final text; ``[n]`` markers keep the prompt's numbering.
 """
 
 from __future__ import annotations

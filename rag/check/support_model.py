@@ -1,24 +1,21 @@
 """The support model medcite trains itself: does this passage state what this sentence claims?
 
-The heuristic verifier (``rag.check.verify``) reads topic and wording but not meaning: on the
-BioASQ support set it accepted 90% of claims with a negation added or removed and 95% with a
-direction flipped ("increases" -> "decreases"). This model reads the pair together: the
-relevance cross-encoder (``rag/rerank/weights/relevance-minilm``) with low-rank adapters on its
-top two layers and its own head (``rag.rerank.minilm.SupportModel``), trained on BioASQ
-7B-10B claims against their gold snippets, with perturbed claims and other questions' passages
-as negatives (``training/support.py``; ``medcite models train-support``).
+The heuristic verifier (``rag.check.verify``) reads topic and wording but not meaning: it accepts
+most claims with a negation added or removed or a direction flipped (figures:
+docs/results/module_history.md). This model reads the pair together: the relevance
+cross-encoder (``rag/rerank/weights/relevance-minilm``) with low-rank adapters on its top two
+layers and its own head (``rag.rerank.minilm.SupportModel``), trained on BioASQ 7B-10B claims
+against their gold snippets, with perturbed claims and other questions' passages as negatives
+(``training/support.py``; ``medcite models train-support``).
 
-The model reads a passage's Markdown as plain prose (``rag.check.plain_text``: no emphasis
-markers, table rows as ``column: cell`` lines). A passage longer than the model's input is read
-in windows of whole sentences
-(:func:`windows`, about ``window_tokens`` wordpieces each, neighbouring windows sharing one
-sentence), each prefixed by the passage's heading; a pair's logit is the best window's.
-``P(supported) = sigmoid(a * logit + c * lexical + b)``, where ``lexical`` is the share of the
-claim's content words found in the passage (``rag.check.support_signals.lexical_coverage``,
-the heuristic's own signal) and ``a, c, b`` are fitted on the dev questions of
-``evals.datasets.support_set``: on dev, adding it raised precision at recall 0.80 from 0.705 to 0.727 and
-caught more claims set against a same-topic passage (the model alone reads a fluent passage on
-the right topic as support more often than the heuristic does).
+The model reads a passage's Markdown as plain prose (``rag.check.plain_text``). A passage longer
+than its input is read in windows of whole sentences (:func:`windows`, about ``window_tokens``
+wordpieces each, neighbours sharing one sentence, each prefixed by the passage's heading); a
+pair's logit is the best window's. ``P(supported) = sigmoid(a * logit + c * lexical + b)``, where
+``lexical`` is the share of the claim's content words in the passage
+(``rag.check.support_signals.lexical_coverage``) and ``a, c, b`` are fitted on the dev questions
+of ``evals.datasets.support_set``: the model alone reads a fluent passage on the right topic as
+support more often than the heuristic does.
 
 A model folder holds ``adapter.safetensors`` (float16) and ``manifest.json`` (the base,
 relevance-overlay and adapter sha256, architecture, calibration, the threshold chosen on dev,

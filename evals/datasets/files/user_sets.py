@@ -2,28 +2,19 @@
 (free-text questions with a reference answer), so an exam bank or a Hugging Face download runs
 through the same eval loop as MIRAGE without a conversion script.
 
-Formats are those of :mod:`evals.datasets.files.tables` (JSON in every pandas ``to_json`` layout,
-JSON Lines, CSV/TSV, parquet, Arrow, ``save_to_disk`` folders, each file optionally ``.gz``/``.zst``).
-Multiple-choice shapes recognised:
+Formats are those of :mod:`evals.datasets.files.tables` (JSON, JSON Lines, CSV/TSV, parquet,
+Arrow, ``save_to_disk`` folders, each optionally ``.gz``/``.zst``). Multiple-choice shapes:
+MIRAGE's ``{id: {question, options{A..}, answer}}``; MedQA-style rows (``options`` as an object,
+a list or ``{key, value}`` pairs; ``answer_idx`` and/or ``answer``); MedMCQA-style rows
+(``opa``..``ope``, ``cop`` or ``answer_idx`` or ``answer``); one column per option (``A``, ``B``, ...).
 
-* MIRAGE: ``{id: {question, options{A..}, answer}}`` (also ``{set: {id: row}}``);
-* MedQA-style rows: ``question``, ``options`` (an object A..E, a list -> letters A.., or a list of
-  ``{key, value}``), ``answer_idx`` (a letter) and/or ``answer`` (a letter or the correct option's text);
-* MedMCQA-style rows: ``question``, ``opa``..``ope``, ``cop`` (a letter or a number) or ``answer_idx``
-  (a letter), or only ``answer`` (a letter or the correct option's text);
-* one column per option: ``question``, ``A``, ``B``, ... and ``answer``.
-
-A number as the answer is an option index: MedMCQA's released JSON counts from 1 (1 = opa), its
-Hugging Face copy from 0, so the base is detected (any 0 means 0-based, else 1-based), can be set
-with the mapping key ``answer_base``, and the assumption is always reported. When ``answer_idx``
-(or ``cop``) gives the gold letter and ``answer`` names an option too (by letter or text, as in
-MedQA's files), the two must agree: a row where they point at different options is skipped, since
-one of them is wrong. Ids come from ``id`` or ``qid``, else the row's label (MIRAGE's keys, a pandas
-index other than the default 0..n-1), else the row number. Every other column (``explanation``,
-``link``, ``subject_name``, ..) is kept, never read as an option, in the item's ``meta["extra"]``.
-
-A column mapping renames columns when the file's names differ (``{"question": "stem", "answer":
-"key"}``); its keys ``split`` (a DatasetDict split) and ``answer_base`` are settings, not columns.
+A number as the answer is an option index whose base is detected (any 0 means 0-based, else
+1-based: MedMCQA's JSON counts from 1, its Hugging Face copy from 0), can be set with the mapping
+key ``answer_base``, and is always reported. When ``answer_idx`` (or ``cop``) and ``answer`` both
+name an option they must agree, or the row is skipped. Ids come from ``id`` or ``qid``, else the
+row's label, else the row number; every other column is kept in the item's ``meta["extra"]``,
+never read as an option. A column mapping renames columns (``{"question": "stem"}``); its keys
+``split`` and ``answer_base`` are settings, not columns.
 
 Nothing is dropped silently: a row that cannot be used (missing question, answer not among the
 options, duplicate id, ...) is returned as a :class:`SkippedRow` with its row number and reason,

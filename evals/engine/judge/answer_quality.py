@@ -12,26 +12,15 @@ own citation precision/recall. Per item, every score in [0, 1]:
 - ``context_recall`` = |reference sentences attributable to the contexts| / |reference sentences|.
   Faithfulness and recall read the first ``CONTEXTS_MAX`` contexts, each cut to
   ``CONTEXT_MAX_CHARS``, so one prompt fits a 4k-token window.
-- ``citation_precision``, ``citation_recall``: see :func:`citation_precision`, :func:`citation_recall`.
-- ``reference_item_precision``: share of the presented answer's items found in the reference
-  answer (:func:`reference_item_precision`; no judge).
+- ``citation_precision``, ``citation_recall``, ``reference_item_precision``: see their functions.
 
-These follow the definitions of ragas 0.4 (``ragas/metrics/_faithfulness.py`` and siblings), with
-our own short prompts. The ragas package does not share this environment: ``pip install
-ragas==0.4.3`` beside the project's extras resolves instructor to 1.3.2, which downgrades openai
-(3.57 -> 1.109), rich (15 -> 13.9) and tenacity (9.2 -> 8.5), and adds datasets, pandas, langchain,
-langgraph, langchain-openai and scikit-network (pyarrow is already here); with the bench extra's
-langchain-community 0.4.2 ``import ragas`` fails. ``make ragas`` gives it its own pinned
-environment, and ``evals/studies/ragas/compare.py`` sets its scores beside these per item
-(docs/results/eval/ragas-vs-medcite/). Its few-shot JSON prompts cost several thousand prompt
-tokens per item on the 1.5B judge (same report). Yes/no verdicts are read from the judge's
-next-token probabilities (verdict: P(yes) >= P(no)); nothing is parsed there. Answer ``[n]``
-markers are stripped before judging.
-
-A metric that cannot be computed for an item is NaN with a reason (``timeout``, ``judge error``,
-``unparsable``, ``no reference``, ...); the report gives per metric the mean over valid items,
-``n_valid``, ``n_nan`` and the reasons tallied, plus every per-item row. Judge calls go through
-:class:`evals.engine.judge.cache.CachedJudge`, so a rerun (also after a crash) asks only what is missing.
+These follow ragas 0.4's definitions with our own short prompts; ragas itself cannot share this
+environment, so ``make ragas`` runs it apart (why, and its scores beside these:
+docs/results/module_history.md, docs/results/eval/ragas-vs-medcite/). Yes/no verdicts are read
+from the judge's next-token probabilities (P(yes) >= P(no)); ``[n]`` markers are stripped first.
+A metric that cannot be computed for an item is NaN with a reason; the report gives per metric
+the mean over valid items, ``n_valid``, ``n_nan`` and the reasons. Judge calls go through
+:class:`evals.engine.judge.cache.CachedJudge`, so a rerun asks only what is missing.
 """
 
 from __future__ import annotations

@@ -5,34 +5,23 @@ Items are BioASQ questions of Tasks 7B-10B (``bioasq_from_mirage``); Task 11B, t
 held-out BioASQ year, is left out, and so is any question whose normalised text also occurs in
 11B (as ``evals.datasets.support_set`` does). Per item, a seeded sample:
 
-- **contexts**: its gold snippets, one per PubMed article ("title. abstract", in BioASQ order),
-  as the faithfulness metric would receive retrieved passages. The judge reads only the first
-  ``CONTEXTS_MAX`` contexts, each cut to ``CONTEXT_MAX_CHARS`` (``evals.engine.judge.answer_quality``), so
-  "in the contexts" below means in that visible text.
-- ``supported`` (label 1): a sentence of the item's first ideal answer (six words or more, a
-  leading "Yes."/"No." removed, not opening with a pronoun: the metric judges standalone
-  statements) whose content words all occur in the visible contexts, bar at most one (and at
-  most 10% of them), and whose numbers all occur there. Up to ``claims_per_item`` per item.
+- **contexts**: its gold snippets, one per PubMed article ("title. abstract"), as the metric
+  would receive retrieved passages; the judge reads only the first ``CONTEXTS_MAX``, each cut to
+  ``CONTEXT_MAX_CHARS``, so "in the contexts" means in that visible text.
+- ``supported`` (label 1): a sentence of the item's first ideal answer (six words or more, no
+  leading "Yes."/"No.", not opening with a pronoun) whose content words all occur in the visible
+  contexts, bar at most one (and at most 10%), and whose numbers all occur there.
 
-From each supported claim, the false claims (label 0), where the rule applies:
-
-- ``negation``: a negation removed ("is not" -> "is") or added after the first auxiliary;
-- ``number``: the first number doubled, the new number absent from the contexts;
-- ``antonym``: the first direction word flipped (increased -> decreased, agonist -> antagonist);
-- ``entity``: the item's exact answer (factoid and list questions) replaced by another item's
-  exact answer of at most four words that the contexts do not mention;
-- ``unrelated``: a supported claim of another item sharing no PubMed id, of which at most a
-  third of the content words occur in these contexts: true, but not in these passages.
-
-The four edit rules are those of ``evals.datasets.support_set`` (reused, not copied). Reading 63
-constructed claims (two seeded samples of earlier builds) and every entity swap found two kinds
-of wrong or weak labels, now excluded: a negation added after "may"/"might" ("may not X" does
-not contradict "may X"), and swapped "entities" that were phrases, numbers or whole sentences
-("By intracellular DNA", "2.7%": BioASQ exact answers; see :func:`is_entity_like`). A swap
-keeps the entity's shape (:func:`entity_shape`); the other rules kept every label right in the
-samples, and so did the ten false claims the judge scored highest in the final run. The claims
-hold BioASQ text (BioASQ terms of use), so the set is written under the data folder, never into
-the repository; results keep ids, rules, edits and scores.
+From each supported claim, the false claims (label 0), where the rule applies: ``negation`` (one
+removed, or added after the first auxiliary), ``number`` (the first doubled, absent from the
+contexts), ``antonym`` (the first direction word flipped), ``entity`` (the exact answer swapped
+for another item's short one the contexts do not mention), ``unrelated`` (another item's
+supported claim, sharing no PubMed id and at most a third of its content words with these
+contexts). The edit rules are ``evals.datasets.support_set``'s; negations after "may"/"might"
+and swapped "entities" that are not entity-like (:func:`is_entity_like`, :func:`entity_shape`)
+are excluded, found by reading samples (docs/results/module_history.md). The claims hold BioASQ
+text (BioASQ terms of use), so the set is written under the data folder, never into the
+repository; results keep ids, rules, edits and scores.
 """
 
 from __future__ import annotations
