@@ -55,7 +55,7 @@ audit: setup
 	$(BIN)/python scripts/audit_deps.py --out data/audit/dependencies.json
 
 # ragas itself, in its own environment (.venv-ragas; it cannot share .venv): pins in
-# evals/ragas_env/requirements.txt, reinstalled only when they change. README, "ragas itself".
+# evals/ragas_env/requirements.txt, reinstalled only when they change. docs/evaluation.md, "ragas itself".
 RAGAS_VENV  ?= .venv-ragas
 RAGAS_STAMP := $(RAGAS_VENV)/.ragas-installed
 

@@ -12,7 +12,7 @@ the ids already written::
 The four metrics are ragas' ``Faithfulness``, ``AnswerRelevancy`` (strictness 3, cosine over the
 embedder's vectors), ``ContextPrecision`` (with reference; ``ContextUtilization`` when a sample has
 no reference) and ``ContextRecall`` from ``ragas.metrics.collections``. The judge is any
-OpenAI-compatible server (``--base-url``; by default the llama.cpp server started as README says),
+OpenAI-compatible server (``--base-url``; by default the llama.cpp server started as docs/evaluation.md says),
 wrapped by ``ragas.llms.llm_factory``, which asks for JSON (``response_format=json_object``, a
 grammar on llama.cpp). Token counts are the server's ``usage`` of every reply. Embeddings come from a
 local sentence-transformers folder (``--embedder``; by default the all-MiniLM-L6-v2 weights of the
@@ -233,7 +233,8 @@ def check_server(base_url: str, api_key: str) -> None:
     except httpx.HTTPError as exc:
         raise SetupError(
             f"no judge answers at {base_url} ({exc}); start one, e.g. `.venv/bin/python -m llama_cpp.server "
-            "--model <gguf> --port 8765 --n_ctx 8192` (README, 'ragas itself'), or pass --base-url"
+            "--model <gguf> --port 8765 --n_ctx 8192` (docs/evaluation.md, 'ragas itself') "
+            "or pass --base-url"
         ) from exc
 
 

@@ -271,7 +271,7 @@ def _agreement_lines(summary: Mapping[str, Any]) -> list[str]:
         f"Samples exported from the runs: {summary['n_samples']}; "
         f"scored by ragas so far: {summary['n_scored']} "
         f"(the run and the ragas scorer were still going when this was written; rerun the report command "
-        "in README, 'ragas itself', to cover more). Scored samples by dataset and answer mode: "
+        "in docs/evaluation.md, 'ragas itself', to cover more). Scored samples by dataset and answer mode: "
         + (", ".join(f"{k} {v}" for k, v in summary.get("scored_by", {}).items()) or "none")
         + ".",
         "",
