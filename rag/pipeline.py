@@ -23,7 +23,6 @@ from typing import Any
 
 from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Generation, Hit, Message, SentenceSupport, SupportPolicy
-from rag.check.conditions import warm_in_background
 from rag.check.gate import SupportChecker, SupportGate
 from rag.check.quotes import Quote, QuoteModel, Sentences, best_quotes, closest_lines, sentences
 from rag.check.rules import GateRules
@@ -189,8 +188,6 @@ class Pipeline:
         self.verifier = with_rules(self.settings.gate_rules) if with_rules is not None else verifier
         self._sentences = _sentence_model(reranker, "sentence_budget", self.settings.sentence_budget)
         self._quoter = _sentence_model(reranker, "quote.threshold", self.settings.quote_threshold)
-        if self._quoter is not None:
-            warm_in_background()  # the condition reader's drug dictionary, while the first question retrieves
         self._vocabulary_source = vocabulary
         self._vocabulary: Vocabulary | None = None
 

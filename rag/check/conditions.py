@@ -29,7 +29,6 @@ import dataclasses
 import functools
 import math
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -366,13 +365,6 @@ def _drug_finder():  # type: ignore[no-untyped-def]
     from drug_named_entity_recognition import find_drugs
 
     return find_drugs
-
-
-def warm_in_background() -> None:
-    """Load the drug dictionary (about 2 s) in a daemon thread, so that the first question's
-    retrieval and reranking run while it loads instead of before."""
-    if _drug_finder.cache_info().currsize == 0:
-        threading.Thread(target=_drug_finder, name="drug-dictionary", daemon=True).start()
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")  # "insulin-naive" is "insulin", "naive"
