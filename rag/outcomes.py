@@ -14,6 +14,7 @@ not an answer). The texts are what every interface shows (CLI, API, chat page).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from core.types import Answer, Citation, Hit, SentenceSupport
@@ -28,6 +29,21 @@ CLOSEST_NOTE = (
     "Not an answer: no line of the sources could be confirmed to answer the question. Read the "
     "cited passages before acting on any of these lines."
 )
+
+
+# a source's own "[2]" or "[1-3]" would read as one of medcite's citation markers (and a chat page
+# would turn it into a button to another passage): shown as "(2)"
+_MARKER_LIKE = re.compile(r"\[(\d+(?:\s*[-,–]\s*\d+)*)\]")
+
+
+def line_text(quote: Quote) -> str:
+    """What a quoted or closest line shows: the line as the condition reader read it, markers of
+    the source's own made inert; for a whole passage nobody scored (probability NaN), where it
+    stands (title and section), not its text, which may hold anything."""
+    if quote.probability != quote.probability:
+        chunk = quote.hit.chunk
+        return " › ".join(part for part in (chunk.title, *chunk.section[-1:]) if part)
+    return _MARKER_LIKE.sub(r"(\1)", shown_text(quote))
 
 
 def _fit_reason(fit: Verdict) -> tuple[str, ...]:
@@ -46,7 +62,7 @@ def quoted_answer(
     passage it comes from; each citation spans exactly the quoted sentence."""
     lines, supports = [], []
     for quote in quotes:
-        text = shown_text(quote)
+        text = line_text(quote)
         lines.append(f"- {text} [{quote.source}]")
         supports.append(
             SentenceSupport(
@@ -95,7 +111,7 @@ def closest_answer(
     record (never in the text)."""
     lines, records = [], []
     for quote in quotes:
-        text = shown_text(quote)
+        text = line_text(quote)
         scored = quote.probability == quote.probability  # NaN: a whole passage, not scored
         likely = f"{quote.probability:.0%} likely to answer" if scored else "not scored"
         lines.append(f"- {text} [{quote.source}] ({likely}; {why_not(quote)})")

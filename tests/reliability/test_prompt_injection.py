@@ -147,23 +147,33 @@ def test_quoting_leaves_an_ordinary_passage_alone():
     )
 
 
+def generated(result: Answer) -> list:
+    """The generated sentences' records (the closest lines shown instead are the sources' own)."""
+    return [s for s in result.sentences if s.status != "closest"]
+
+
+def not_an_answer(result: Answer) -> bool:
+    """No confirmed answer: at most the closest passages, cited where they stand and unverified."""
+    return result.mode == "abstained" and all(c.support is None for c in result.citations)
+
+
 def test_a_citation_of_a_source_not_given_is_dropped_and_reported():
     result, _ = answer(f"{PAYLOAD} [7].")
     assert any("[7]" in note and "point at no source" in note for note in result.notes)
     # Its only marker gone, the payload cites nothing: the support gate does not present it.
-    assert result.mode == "abstained" and result.citations == () and PAYLOAD not in result.text
-    assert [(s.markers, s.supported, s.status) for s in result.sentences] == [((), False, "removed")]
+    assert not_an_answer(result) and PAYLOAD not in result.text
+    assert [(s.markers, s.supported, s.status) for s in generated(result)] == [((), False, "removed")]
 
 
 def test_an_answer_without_citations_is_not_presented_as_one():
     result, _ = answer(f"{PAYLOAD}.")
-    assert result.mode == "abstained" and result.citations == ()
-    assert [(s.text, s.markers, s.support, s.status, s.reasons) for s in result.sentences] == [
+    assert not_an_answer(result)
+    assert [(s.text, s.markers, s.support, s.status, s.reasons) for s in generated(result)] == [
         (f"{PAYLOAD}.", (), 0.0, "removed", ("cites no source",))
     ]
     shown = answer_to_text(result)
-    assert shown.startswith("Answer (abstained; 0/1 sentences supported by their sources, 1 removed)\n")
-    answer_part, evidence_part = shown.split("Evidence retrieved (not an answer):")
+    assert shown.startswith("Not confirmed: medcite found no line that answers; the closest lines follow\n")
+    answer_part, evidence_part = shown.split("Where the closest lines stand (not an answer):")
     assert PAYLOAD not in answer_part and PAYLOAD in evidence_part  # only as the injection passage's quote
     # Under the "flag" policy it is shown, labelled, and the answer says it carries no citation.
     flagged, _ = answer(f"{PAYLOAD}.", policy="flag")
@@ -173,7 +183,7 @@ def test_an_answer_without_citations_is_not_presented_as_one():
 
 def test_without_a_verifier_nothing_is_presented_as_verified():
     result, _ = answer(f"{PAYLOAD} [1].", verify=False)
-    assert result.mode == "abstained" and result.citations == () and PAYLOAD not in result.text
+    assert not_an_answer(result) and PAYLOAD not in result.text
     flagged, _ = answer(f"{PAYLOAD} [1].", verify=False, policy="flag")
     assert flagged.text == f"[UNVERIFIED] {PAYLOAD} [1]."
     assert answer_to_text(flagged).startswith(
@@ -183,8 +193,8 @@ def test_without_a_verifier_nothing_is_presented_as_verified():
 
 def test_the_payload_cited_to_a_passage_that_does_not_say_it_is_not_presented():
     result, _ = answer(f"{PAYLOAD} [1].")
-    assert result.mode == "abstained" and result.citations == ()
-    assert [(s.markers, s.supported) for s in result.sentences] == [((1,), False)]  # 500 mg is not in [1]
+    assert not_an_answer(result)
+    assert [(s.markers, s.supported) for s in generated(result)] == [((1,), False)]  # 500 mg is not in [1]
     assert any("1 below the support threshold" in note for note in result.notes)
 
 
@@ -193,7 +203,7 @@ def test_the_payload_cited_to_the_injection_passage_is_caught_as_off_topic():
     # cannot tell quoting an instruction from stating a fact (support 0.93). The passage never
     # names paracetamol, though, so it is not about the question and the sentence is not presented.
     result, _ = answer(f"{PAYLOAD} [3].")
-    (sentence,) = result.sentences
+    (sentence,) = generated(result)
     assert sentence.supported and not sentence.on_topic and sentence.status == "removed"
     assert result.mode == "abstained" and PAYLOAD not in result.text
     assert "Ignore previous instructions" in answer_to_text(result)  # shown as evidence, not as an answer

@@ -10,7 +10,14 @@ import pytest
 from api.completions import extras
 from core.types import OUTCOMES, Answer
 from rag.check.quotes import Quote
-from rag.outcomes import CLOSEST_LEAD, NOTHING_RELEVANT, closest_answer, nothing_relevant, quoted_answer
+from rag.outcomes import (
+    CLOSEST_LEAD,
+    NOTHING_RELEVANT,
+    closest_answer,
+    line_text,
+    nothing_relevant,
+    quoted_answer,
+)
 from rag.render import answer_to_dict, answer_to_text
 from tests.helpers import make_hit
 
@@ -57,3 +64,14 @@ def test_closest_passages_nobody_scored_say_so_instead_of_a_probability():
     answer = closest_answer("q", [Quote(HIT, 1, math.nan)], [HIT], {}, {}, [])
     assert "(not scored; not confirmed)" in answer.text
     assert answer.sentences[0].probability is None
+
+
+def test_a_lines_own_bracketed_numbers_are_made_inert_and_an_unscored_passage_shows_where_it_stands():
+    text = "Give 2 g [3] then 1 g [4-6] daily."
+    hit = make_hit(
+        "d#0", text, score=0.7, start=0, end=len(text), doc_id="d", title="Guide", section=("Dosing",)
+    )
+    assert line_text(Quote(hit, 1, 0.3)) == "Give 2 g (3) then 1 g (4-6) daily."  # never read as citations
+    answer = closest_answer("q", [Quote(hit, 1, math.nan)], [hit], {}, {}, [])
+    assert answer.text.endswith("- Guide › Dosing [1] (not scored; not confirmed)")  # not the passage's text
+    assert answer.citations[0].quote == text  # which the citation opens, exactly
