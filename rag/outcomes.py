@@ -14,6 +14,7 @@ not an answer). The texts are what every interface shows (CLI, API, chat page).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 
@@ -36,11 +37,16 @@ CLOSEST_NOTE = (
 _MARKER_LIKE = re.compile(r"\[(\d+(?:\s*[-,–]\s*\d+)*)\]")
 
 
+def scored(quote: Quote) -> bool:
+    """Whether a model scored the line (a whole passage nobody scored has probability NaN)."""
+    return not math.isnan(quote.probability)
+
+
 def line_text(quote: Quote) -> str:
     """What a quoted or closest line shows: the line as the condition reader read it, markers of
     the source's own made inert; for a whole passage nobody scored (probability NaN), where it
     stands (title and section), not its text, which may hold anything."""
-    if quote.probability != quote.probability:
+    if not scored(quote):
         chunk = quote.hit.chunk
         return " › ".join(part for part in (chunk.title, *chunk.section[-1:]) if part)
     return _MARKER_LIKE.sub(r"(\1)", shown_text(quote))
@@ -112,8 +118,7 @@ def closest_answer(
     lines, records = [], []
     for quote in quotes:
         text = line_text(quote)
-        scored = quote.probability == quote.probability  # NaN: a whole passage, not scored
-        likely = f"{quote.probability:.0%} likely to answer" if scored else "not scored"
+        likely = f"{quote.probability:.0%} likely to answer" if scored(quote) else "not scored"
         lines.append(f"- {text} [{quote.source}] ({likely}; {why_not(quote)})")
         records.append(
             SentenceSupport(
@@ -123,7 +128,7 @@ def closest_answer(
                 supported=False,
                 status="closest",
                 reasons=(likely, why_not(quote)),
-                probability=quote.probability if scored else None,
+                probability=quote.probability if scored(quote) else None,
             )
         )
     return Answer(

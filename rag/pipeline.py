@@ -357,13 +357,12 @@ class Pipeline:
             )
             return
         found = self.evidence(question, filters=filters, clock=clock, history=history)
-        gate = self._gate(question, found)
-        told = self._before_generation(question, found, gate, clock)
-        if told is not None:
+        told = self._before_generation(question, found, clock)
+        if isinstance(told, Answer):
             yield told.text
             yield told
             return
-        yield from self._generate_gated(question, clock, found, gate, stream_tokens, cancelled)
+        yield from self._generate_gated(question, clock, found, told, stream_tokens, cancelled)
 
     def _gate(self, question: str, found: Evidence) -> SupportGate:
         return SupportGate(
@@ -378,12 +377,11 @@ class Pipeline:
             relevance_of=self._answer_scorer(),
         )
 
-    def _before_generation(
-        self, question: str, found: Evidence, gate: SupportGate, clock: Clock
-    ) -> Answer | None:
+    def _before_generation(self, question: str, found: Evidence, clock: Clock) -> Answer | SupportGate:
         """What is said without generating, if anything: nothing relevant when no passage cleared
         the evidence threshold, a quoted answer, or (no kept passage about the question) the
-        closest lines or nothing relevant. None: generate."""
+        closest lines or nothing relevant. Otherwise the support gate to generate through (built
+        only then: a quoted answer needs none)."""
         if not found.kept:
             dropped = len(found.dropped)
             return self._abstain(
@@ -392,8 +390,9 @@ class Pipeline:
         quoted = self.quoted(question, found, clock)
         if quoted is not None:
             return quoted
+        gate = self._gate(question, found)
         reason = self._no_generation_reason(found, gate)
-        return None if reason is None else self._abstain(question, clock, found, reason, off_topic=True)
+        return gate if reason is None else self._abstain(question, clock, found, reason, off_topic=True)
 
     def quote(self, question: str) -> Answer | None:
         """The answer by quoting alone (evidence, then :meth:`quoted`), or None where

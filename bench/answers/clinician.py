@@ -94,9 +94,6 @@ def answer_or_replay(
     return quoted if quoted is not None else unquoted[question]
 
 
-OFF_TOPIC = "nothing was generated: each of the"  # the gate's note (rag/check/gate.py)
-
-
 def closest_record(item: ClinicianItem, answer: Answer) -> dict[str, Any] | None:
     """For closest lines: the best line's probability, and whether the key fact (or a sibling
     line's) stands in the first line and in the lines shown."""
@@ -138,7 +135,6 @@ def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[s
         "shown": answer.outcome,  # answer / closest_lines / nothing_relevant (rag/outcomes.py)
         "closest": closest_record(item, answer),
         "key_in_kept": item.answerable and any(answering(item, h.chunk) for h in answer.evidence),
-        "off_topic": any(n.startswith(OFF_TOPIC) for n in answer.notes),
         "sibling": sibling,
         "text": answer.text,
         "cited": cited,
