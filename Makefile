@@ -1,27 +1,35 @@
 # The README's two commands: `make demo` (set up + build the default index + answer) and
 # `make test` (set up + run the tests). Both are idempotent: set-up reruns only when
 # pyproject.toml changes, and the index build is skipped when it is already up to date.
+# Each installs what it runs: the demo the "app" extra, the tests every extra with dev and bench.
 
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.medcite-installed
+APP_STAMP := $(VENV)/.medcite-app
+STAMP     := $(VENV)/.medcite-all
 QUESTION ?= Which score is used to decide on anticoagulation in atrial fibrillation?
 
-.PHONY: setup demo test test-all lint format audit bench serve clean-data ragas
+.PHONY: setup setup-app demo test test-all lint format audit bench serve clean-data ragas
 
 setup: $(STAMP)
+setup-app: $(APP_STAMP)
 
-$(STAMP): pyproject.toml scripts/setup.sh
-	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup.sh
+$(APP_STAMP): pyproject.toml scripts/setup.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) EXTRAS=app bash scripts/setup.sh
 	touch $@
+
+# everything: the app, its tests, the benchmarks and the browser (so the app's stamp too)
+$(STAMP): pyproject.toml scripts/setup.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) EXTRAS=all,dev,bench bash scripts/setup.sh
+	touch $@ $(APP_STAMP)
 
 # Each step's wall time is printed at the end (the set-up step is ~0 s once .venv is current).
 TIMES := data/demo-times.txt
 
 demo:
 	@mkdir -p data && : > $(TIMES)
-	@bash scripts/timed.sh $(TIMES) "set-up (.venv)" $(MAKE) --no-print-directory setup
+	@bash scripts/timed.sh $(TIMES) "set-up (.venv)" $(MAKE) --no-print-directory setup-app
 	@bash scripts/timed.sh $(TIMES) "generator model" $(BIN)/medcite models fetch
 	@bash scripts/timed.sh $(TIMES) "default index" $(BIN)/medcite index build --skip-existing
 	@bash scripts/timed.sh $(TIMES) "answer" $(BIN)/medcite ask "$(QUESTION)"
@@ -37,7 +45,7 @@ test-all: setup
 bench: setup
 	$(BIN)/medcite bench run-all
 
-serve: setup
+serve: setup-app
 	$(BIN)/medcite serve
 
 # ruff format owns the layout (no hand-packed lines, no `# fmt: skip`); `make format` applies it.

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Create the virtual environment and install medcite with every extra.
-# torch is installed first and pinned (2.13.0, CPU): left to resolve on its own,
-# sentence-transformers would pull the newest torch with several GB of CUDA packages.
+# Create the virtual environment and install medcite with the extras asked for: `make demo` asks
+# for "app" (the default chain, its index build, the server), `make test` for "all,dev,bench".
+# torch is installed first and pinned (2.13.0, CPU) by pip, which finds the CPU wheel this machine
+# keeps on disk (PIP_FIND_LINKS); left to resolve on its own, it would be a CUDA build of several GB.
+# The rest goes through uv when it can be had (INSTALLER=pip to refuse it): about 3x faster here
+# (docs/benchmarks.md, "First run"); pip is the fallback.
 set -euo pipefail
 PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 EXTRAS=${EXTRAS:-all,dev,bench}  # the Docker image installs only "all"
+INSTALLER=${INSTALLER:-auto}     # auto: uv if on PATH or installable, else pip
+START=$SECONDS
+step() { echo "[set-up $(($SECONDS - START))s] $*"; }
 
 "$PYTHON" - <<'PY'
 import sys
@@ -19,8 +25,34 @@ if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -m pip --version >/dev/null
     rm -rf "$VENV"
 fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet --upgrade pip
-"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+PIP=("$VENV/bin/python" -m pip install --quiet)
+if [ "$INSTALLER" != pip ] && { command -v uv >/dev/null 2>&1 || [ -x "$VENV/bin/uv" ] \
+    || "${PIP[@]}" "uv>=0.5" >/dev/null 2>&1; }; then
+    UV=$(command -v uv || echo "$VENV/bin/uv")
+    # uv reads neither pip.conf nor PIP_* settings: pass the local wheel folder on
+    FIND_LINKS=()
+    for dir in ${PIP_FIND_LINKS:-}; do FIND_LINKS+=(--find-links "$dir"); done
+    INSTALL=("$UV" pip install --quiet --python "$VENV/bin/python" "${FIND_LINKS[@]}")
+    step "installing with uv ($("$UV" --version))"
+else
+    "${PIP[@]}" --upgrade pip
+    INSTALL=("${PIP[@]}")
+    step "installing with pip"
+fi
+# uv is given the CPU wheel's file itself, so that it never picks the CUDA build of the registry
+TORCH_WHEEL=""
+for dir in ${PIP_FIND_LINKS:-}; do
+    TORCH_WHEEL=${TORCH_WHEEL:-$(find "$dir" -maxdepth 1 -name 'torch-2.13.0+cpu-cp311-*.whl' 2>/dev/null | head -n 1)}
+done
+if "$VENV/bin/python" -c "from importlib.metadata import version as v; assert v('torch').split('+')[0] == '2.13.0'" 2>/dev/null; then
+    step "torch 2.13.0 already installed"
+elif [ "${INSTALL[0]}" != "${PIP[0]}" ] && [ -n "$TORCH_WHEEL" ]; then
+    step "torch 2.13.0, CPU build, from $TORCH_WHEEL (about 10 s)"
+    "${INSTALL[@]}" "$TORCH_WHEEL"
+else
+    step "torch 2.13.0, CPU build (about 30 s)"
+    "${PIP[@]}" "torch==2.13.0"
+fi
 
 # llama-cpp-python (the local generator) ships only as source on the registry, and llama.cpp's
 # default -march=native build enables AMX kernels that these virtual machines advertise but forbid
@@ -49,26 +81,27 @@ else
         WHEEL=$(find "$WHEELS/$VARIANT" -maxdepth 1 -name "llama_cpp_python-$LLAMA_VERSION-*.whl" | head -n 1)
     fi
     if [ -n "$WHEEL" ]; then
-        echo "installing llama-cpp-python $LLAMA_VERSION from $WHEEL"
-        "$VENV/bin/python" -m pip install --quiet "$WHEEL"
+        step "llama-cpp-python $LLAMA_VERSION from $WHEEL"
+        "${INSTALL[@]}" "$WHEEL"
     else
-        echo "building llama-cpp-python $LLAMA_VERSION from source (about 10 minutes on 2 cores)"
+        step "building llama-cpp-python $LLAMA_VERSION from source (about 10 minutes on 2 cores)"
         CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF" \
             FORCE_CMAKE=1 "$VENV/bin/python" -m pip install --quiet --no-cache-dir \
             --no-binary llama-cpp-python "llama-cpp-python==$LLAMA_VERSION"  # a cached wheel may be a native build
     fi
 fi
-"$VENV/bin/python" -m pip install --quiet -e ".[$EXTRAS]"
+step "medcite with extras $EXTRAS"
+"${INSTALL[@]}" -e ".[$EXTRAS]"
 
 # The chat page's browser tests (tests/browser) drive Debian's chromium through playwright;
 # `playwright install` cannot download its own browsers here. With the dev extra (not in the
 # Docker image), root with apt-get installs it; elsewhere the browser tests skip and say how.
 if [[ ",$EXTRAS," == *",dev,"* ]] && ! command -v chromium >/dev/null 2>&1 \
     && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "installing chromium (apt) for the browser tests"
+    step "chromium (apt) for the browser tests (about 60 s)"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
         || { apt-get update -q >/dev/null 2>&1 \
              && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1; } \
         || echo "could not install chromium; the browser tests will skip (apt-get install chromium)"
 fi
-echo "medcite installed in $VENV"
+step "medcite installed in $VENV (extras $EXTRAS)"

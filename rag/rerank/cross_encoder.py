@@ -31,7 +31,7 @@ def offline_sentence_transformers(threads: int | None = None) -> Any:
     """Import sentence-transformers for offline use (no hub calls) with an optional torch thread count."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    st = require("sentence_transformers", package="sentence-transformers", extra="dense")
+    st = require("sentence_transformers", package="sentence-transformers", extra="cross-encoder")
     if threads:
         import torch
 
