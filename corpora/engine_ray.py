@@ -284,6 +284,8 @@ def _portable(embedder: Embedder, threads: int) -> Embedder:
             batch_size=embedder.batch_size,
             threads=threads,
             runtime=embedder.runtime,
+            precision=embedder.precision,
+            max_tokens=embedder.max_tokens,
         )
     return embedder
 

@@ -11,6 +11,7 @@ from core.paths import Paths
 from core.types import Filters, Hit
 from corpora.chunking import ChunkerConfig
 from indexes.dense.index import DenseParams
+from indexes.dense.params import DEFAULT_EMBEDDER_PRECISION
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
 from rag.check.terms import VERSION as VOCABULARY_VERSION
@@ -41,6 +42,7 @@ def build_from_cli(
     name: str = "default",
     dense: str | None = "flat",
     lexical: str = "bm25s",
+    embedder_precision: str = DEFAULT_EMBEDDER_PRECISION,
     max_tokens: int = ChunkerConfig.max_tokens,
     overlap: int = ChunkerConfig.overlap,
     limit: int | None = None,
@@ -69,10 +71,11 @@ def build_from_cli(
         shards=shards,
     )
     build_engine = make_engine(engine, address=address, workers=workers)  # flag errors before any work
-    embedder = MiniLmEmbedder(runtime="torch") if dense else None  # bulk: torch is faster once loaded
+    # bulk float embedding runs on torch (faster once loaded); int8 on ONNX Runtime
+    embedder = MiniLmEmbedder(runtime="torch", precision=embedder_precision) if dense else None
     model_dir = embedder.model_path if embedder else packaged_minilm_dir()
     spans = WordpieceSpans(model_dir / "tokenizer.json")
-    if skip_existing and _same_build(paths.indexes_dir / name, opened, config):
+    if skip_existing and _same_build(paths.indexes_dir / name, opened, config, embedder):
         return f"index {name} is up to date (same sources and settings); skipped"
     report = build_index(
         opened,
@@ -85,12 +88,17 @@ def build_from_cli(
         progress=progress,
         engine=build_engine,
     )
-    index = load_index(report.folder)
-    try:  # read now, so that the first question does not wait for it
+    _read_vocabulary(paths, report.folder)
+    return report.summary()
+
+
+def _read_vocabulary(paths: Paths, folder: Path) -> None:
+    """Read the new index's corpus vocabulary now, so that the first question does not wait for it."""
+    index = load_index(folder)
+    try:
         corpus_vocabulary(paths, index)
     finally:
         index.close()
-    return report.summary()
 
 
 def corpus_vocabulary(paths: Paths, index: LoadedIndex) -> Vocabulary:
@@ -118,7 +126,7 @@ def _open_sources(
     return [open_source(n, paths, path=p, options=per_source.get(n), fetch=fetch) for n, p in specs]
 
 
-def _same_build(folder: Path, sources: list[Any], config: Any) -> bool:
+def _same_build(folder: Path, sources: list[Any], config: Any, embedder: Any) -> bool:
     from dataclasses import asdict
 
     try:
@@ -132,6 +140,7 @@ def _same_build(folder: Path, sources: list[Any], config: Any) -> bool:
         and chunker == {**asdict(config.chunker), "limit": config.limit}
         and manifest["lexical"]["backend"] == config.lexical_backend
         and manifest["dense"] == (asdict(config.dense) if config.dense else None)
+        and manifest.get("embedder") == (embedder.fingerprint() if embedder is not None else None)
         and (manifest.get("shards") or {}).get("count", 1) == config.shards
     )
 
@@ -148,10 +157,11 @@ def open_index(paths: Paths, name: str, *, with_embedder: bool) -> tuple[LoadedI
     embedder = None
     fingerprint = None
     folder = paths.indexes_dir / name
-    if with_embedder and read_manifest(folder).get("embedder"):
+    recorded = read_manifest(folder).get("embedder") if with_embedder else None
+    if recorded:
         from indexes.dense.embedder import MiniLmEmbedder
 
-        embedder = MiniLmEmbedder()
+        embedder = MiniLmEmbedder.matching(recorded)  # the index's precision and length
         fingerprint = embedder.fingerprint()
     return load_index(folder, embedder_fingerprint=fingerprint), embedder
 

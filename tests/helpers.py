@@ -212,6 +212,7 @@ class HashEmbedder:
     weights_sha256 = "0" * 64
     name = "hash-embedder"
     max_tokens = 10_000
+    variant = ""
 
     def __init__(self) -> None:
         self.calls = 0

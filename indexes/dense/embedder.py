@@ -17,7 +17,8 @@ import numpy as np
 
 from core.errors import ConfigError, ModelError, require
 from core.packages import package_dir
-from indexes.dense.onnx_models import OnnxModel, exported, score_encoded
+from indexes.dense.onnx_models import OnnxModel, exported, quantized, score_encoded
+from indexes.dense.params import EMBEDDER_PRECISIONS
 from indexes.files import sha256_file
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -30,7 +31,7 @@ REINSTALL_HINT = (
 )
 # onnx: a query never imports torch; torch: about 8% faster once loaded, for index builds (the
 # same vectors to float32 rounding; indexes/dense/onnx_models.py).
-RUNTIMES = ("onnx", "torch")
+RUNTIMES = ("onnx", "torch")  # an int8 embedder always runs on ONNX Runtime
 MODEL_FILES = ("config.json", "tokenizer.json")  # the chunker needs the tokenizer even without vectors
 
 
@@ -68,15 +69,34 @@ class MiniLmEmbedder:
         batch_size: int = 64,
         threads: int | None = None,
         runtime: str = "onnx",
+        precision: str = "float32",
+        max_tokens: int | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
             raise ConfigError(f"the embedder runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        if precision not in EMBEDDER_PRECISIONS:
+            raise ConfigError(
+                f"the embedder precision must be one of {', '.join(EMBEDDER_PRECISIONS)}, got {precision!r}"
+            )
+        if max_tokens is not None and not 8 <= max_tokens <= 512:
+            raise ConfigError(f"the embedder's max_tokens must be 8-512 wordpieces, got {max_tokens}")
         self.model_path = Path(model_path) if model_path else packaged_minilm_dir()
         check_model_folder(self.model_path)
         self.name = name
         self.batch_size = batch_size
         self.threads = threads
         self.runtime = runtime
+        self.precision = precision
+        self._max_tokens = max_tokens
+
+    @classmethod
+    def matching(cls, recorded: dict[str, Any], **kwargs: Any) -> MiniLmEmbedder:
+        """The embedder an index recorded (its manifest's ``embedder``): same precision and length."""
+        return cls(
+            precision=str(recorded.get("precision", "float32")),
+            max_tokens=int(recorded["max_tokens"]) if "max_tokens" in recorded else None,
+            **kwargs,
+        )
 
     @cached_property
     def config(self) -> dict[str, Any]:
@@ -126,7 +146,11 @@ class MiniLmEmbedder:
 
     @cached_property
     def max_tokens(self) -> int:
-        """Wordpieces per text, special tokens included (``sentence_bert_config.json``)."""
+        """Wordpieces per text, special tokens included (``sentence_bert_config.json`` unless set)."""
+        return self._max_tokens or self.native_max_tokens
+
+    @cached_property
+    def native_max_tokens(self) -> int:
         settings = self.model_path / "sentence_bert_config.json"
         if settings.is_file():
             return int(json.loads(settings.read_text(encoding="utf-8")).get("max_seq_length", 256))
@@ -150,16 +174,29 @@ class MiniLmEmbedder:
     def fingerprint(self) -> dict[str, Any]:
         """What an index records of the model; the same as sentence-transformers' embedder of
         these weights recorded (the vectors agree to float32 rounding), so no index is rebuilt."""
-        return {
+        recorded = {
             "name": self.name,
             "dim": self.dim,
             "max_tokens": self.max_tokens,
             "weights_sha256": self.weights_sha256,
         }
+        return recorded if self.precision == "float32" else {**recorded, "precision": self.precision}
+
+    @property
+    def variant(self) -> str:
+        """What sets these vectors apart from the float model's at its own length ("" for those):
+        the embedding cache keeps each variant's vectors in their own file."""
+        parts = [] if self.precision == "float32" else [self.precision]
+        if self.max_tokens != self.native_max_tokens:
+            parts.append(f"t{self.max_tokens}")
+        return "-".join(parts)
 
     @cached_property
     def _onnx(self) -> OnnxModel:
-        """The encoder with pooling and normalisation, run by ONNX Runtime (exported on first use)."""
+        """The encoder with pooling and normalisation, run by ONNX Runtime (exported on first use;
+        with int8 weights when ``precision`` is int8)."""
+        if self.precision == "int8":
+            return quantized("minilm-embedder", self.weights_sha256, self._sentence_vectors, self.threads)
         return exported("minilm-embedder", self.weights_sha256, self._sentence_vectors, self.threads)
 
     def prepare(self) -> Path:
@@ -173,8 +210,9 @@ class MiniLmEmbedder:
 
     @cached_property
     def _runner(self) -> Any:
-        """What scores a batch: the exported model (``onnx``), or the torch module (``torch``)."""
-        if self.runtime == "onnx":
+        """What scores a batch: the exported model (``onnx``, and every int8 embedder), or the torch
+        module (``torch``)."""
+        if self.runtime == "onnx" or self.precision == "int8":
             return self._onnx
         from indexes.dense.minilm import numpy_runner
 

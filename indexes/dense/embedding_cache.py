@@ -1,7 +1,8 @@
 """Content-addressed embedding cache: a killed build resumes, and corpora share their vectors.
 
 Each text's vector is stored under the sha256 of the text, per embedder
-(``<cache>/<embedder sha256[:16]>/vectors.sqlite``: key -> float32 bytes; no pickle), through
+(``<cache>/<embedder sha256[:16]>[-<variant>]/vectors.sqlite``: key -> float32 bytes; no pickle;
+an int8 or shortened embedder is a variant, so its vectors never mix with the float ones), through
 ``indexes/sqlite_cache.py`` (the table and keys this cache always had, so existing files keep
 their vectors; a corrupt file is moved aside with a warning and its vectors embedded again). A
 build looks every text up first and embeds only the missing ones, in length-sorted batches
@@ -32,6 +33,11 @@ class Embedder(Protocol):
 
     @property
     def weights_sha256(self) -> str: ...
+
+    @property
+    def variant(self) -> str: ...
+
+    def fingerprint(self) -> dict[str, Any]: ...
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -75,7 +81,8 @@ class VectorStore:
 
 
 def store_for(embedder: Embedder, cache_dir: Path) -> VectorStore:
-    return VectorStore(cache_dir / embedder.weights_sha256[:16] / "vectors.sqlite", embedder.dim)
+    folder = "-".join(part for part in (embedder.weights_sha256[:16], embedder.variant) if part)
+    return VectorStore(cache_dir / folder / "vectors.sqlite", embedder.dim)
 
 
 EmbedBatches = Callable[[Sequence[str], int], Iterator[np.ndarray]]
@@ -126,7 +133,13 @@ def embed_cached(
         todo = np.asarray(missing, dtype=np.int64)
         if sort_by_length and len(todo):
             todo = todo[np.argsort([len(texts[i]) for i in todo], kind="stable")]
-        bar = tqdm(total=len(texts), initial=reused, desc="embedding", unit="chunk", disable=not progress)
+        # counted in characters, not chunks: the shortest texts go first, so a count of chunks
+        # would promise too early an end (the cost grows with the length)
+        lengths = np.array([len(texts[i]) for i in todo], dtype=np.int64)
+        bar = tqdm(
+            total=int(lengths.sum()), desc="embedding", unit="char", unit_scale=True, disable=not progress
+        )
+        bar.set_postfix_str(f"{reused}/{len(texts)} chunks")
         run = embed_batches or embed_here(embedder)
         done = 0
         for vectors in run([texts[i] for i in todo], batch_size):
@@ -137,8 +150,9 @@ def embed_cached(
                 )
             store.put_many([keys[i] for i in rows], vectors)
             out[rows] = vectors
+            bar.update(int(lengths[done : done + len(rows)].sum()))
             done += len(rows)
-            bar.update(len(rows))
+            bar.set_postfix_str(f"{reused + done}/{len(texts)} chunks", refresh=False)
         bar.close()
         if done != len(todo):
             raise ModelError(f"the embedder returned {done} vectors for {len(todo)} texts; rebuild")
@@ -150,8 +164,8 @@ def embed_cached(
 def seed_from_index(folder: Path, embedder: Embedder, cache_dir: Path) -> int:
     """Copy a built index's vectors into the cache (keyed by its chunks' indexed text).
 
-    Only an index built with the same embedder (weights sha256 in its manifest) is used; the
-    return value is the number of vectors added.
+    Only an index built with the same embedder (its manifest's fingerprint: weights, precision,
+    length) is used; the return value is the number of vectors added.
     """
     from indexes import text
     from indexes.chunkstore import ChunkStore
@@ -159,7 +173,7 @@ def seed_from_index(folder: Path, embedder: Embedder, cache_dir: Path) -> int:
     from indexes.manifest import read_manifest
 
     manifest = read_manifest(folder)
-    if (manifest.get("embedder") or {}).get("weights_sha256") != embedder.weights_sha256:
+    if manifest.get("embedder") != embedder.fingerprint():
         return 0
     dense = DenseIndex.load(folder / "dense")
     store = store_for(embedder, cache_dir)

@@ -11,6 +11,10 @@ from dataclasses import dataclass
 from core.errors import ConfigError
 
 RESCORE_DTYPES = ("float16", "float32")  # of the ivfpq re-scoring vectors file
+# The embedder's weights and products: int8 runs about 2x the float rate here, judged by retrieval
+# (docs/benchmarks.md, "Embedding paths"); an index records its embedder's and is queried with it.
+EMBEDDER_PRECISIONS = ("float32", "int8")
+DEFAULT_EMBEDDER_PRECISION = "float32"
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from core.paths import Paths
 from core.types import Filters, Hit
 from corpora.chunking import ChunkerConfig
+from indexes.dense.params import DEFAULT_EMBEDDER_PRECISION, EMBEDDER_PRECISIONS
 from medcite.commands import Handler, Sub
 
 
@@ -64,6 +65,12 @@ def _index_build_args(build: argparse.ArgumentParser) -> None:
     )
     build.add_argument("--lexical", choices=["bm25s", "rank-bm25"], default="bm25s")
     build.add_argument(
+        "--embedder-precision",
+        choices=EMBEDDER_PRECISIONS,
+        default=DEFAULT_EMBEDDER_PRECISION,
+        help="the embedder weights: int8 embeds about 2x faster, same retrieval (docs/benchmarks.md)",
+    )
+    build.add_argument(
         "--max-tokens", type=int, default=ChunkerConfig.max_tokens, help="wordpieces per chunk"
     )
     build.add_argument(
@@ -115,6 +122,7 @@ def _cmd_build(args: argparse.Namespace, paths: Paths) -> int:
         name=args.name,
         dense=None if args.no_dense else args.dense_kind,
         lexical=args.lexical,
+        embedder_precision=args.embedder_precision,
         max_tokens=args.max_tokens,
         overlap=args.overlap,
         limit=args.limit,
