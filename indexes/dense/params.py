@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from core.errors import ConfigError
 
 RESCORE_DTYPES = ("float16", "float32")  # of the ivfpq re-scoring vectors file
-# The embedder's weights and products: int8 runs about 2x the float rate here, judged by retrieval
-# (docs/benchmarks.md, "Embedding paths"); an index records its embedder's and is queried with it.
+# The embedder's weights and products: int8 embeds 2.9x the float rate here with the same retrieval
+# (docs/benchmarks.md, "First run in four minutes"); an index records its embedder's and is
+# queried with it, so indexes built with float32 keep working.
 EMBEDDER_PRECISIONS = ("float32", "int8")
-DEFAULT_EMBEDDER_PRECISION = "float32"
+DEFAULT_EMBEDDER_PRECISION = "int8"
 
 
 @dataclass(frozen=True)
