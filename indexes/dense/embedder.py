@@ -32,6 +32,7 @@ REINSTALL_HINT = (
 # onnx: a query never imports torch; torch: about 8% faster once loaded, for index builds (the
 # same vectors to float32 rounding; indexes/dense/onnx_models.py).
 RUNTIMES = ("onnx", "torch")  # an int8 embedder always runs on ONNX Runtime
+MAX_TOKENS = (8, 512)  # the wordpieces a text may be cut to (512: the model's positions)
 MODEL_FILES = ("config.json", "tokenizer.json")  # the chunker needs the tokenizer even without vectors
 
 
@@ -78,10 +79,10 @@ class MiniLmEmbedder:
             raise ConfigError(
                 f"the embedder precision must be one of {', '.join(EMBEDDER_PRECISIONS)}, got {precision!r}"
             )
-        if max_tokens is not None and not 8 <= max_tokens <= 512:
-            raise ConfigError(f"the embedder's max_tokens must be 8-512 wordpieces, got {max_tokens}")
         self.model_path = Path(model_path) if model_path else packaged_minilm_dir()
         check_model_folder(self.model_path)
+        if max_tokens is not None and not MAX_TOKENS[0] <= max_tokens <= MAX_TOKENS[1]:
+            raise ConfigError(f"the embedder's max_tokens must be 8-512 wordpieces, got {max_tokens}")
         self.name = name
         self.batch_size = batch_size
         self.threads = threads
@@ -91,10 +92,13 @@ class MiniLmEmbedder:
 
     @classmethod
     def matching(cls, recorded: dict[str, Any], **kwargs: Any) -> MiniLmEmbedder:
-        """The embedder an index recorded (its manifest's ``embedder``): same precision and length."""
+        """The embedder an index recorded (its manifest's ``embedder``): same precision and length.
+        A length this model cannot take (another embedder's) is left out: the index's fingerprint
+        check then says which embedder built it."""
+        length = int(recorded.get("max_tokens", 0))
         return cls(
             precision=str(recorded.get("precision", "float32")),
-            max_tokens=int(recorded["max_tokens"]) if "max_tokens" in recorded else None,
+            max_tokens=length if MAX_TOKENS[0] <= length <= MAX_TOKENS[1] else None,
             **kwargs,
         )
 
