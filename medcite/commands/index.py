@@ -68,7 +68,7 @@ def _index_build_args(build: argparse.ArgumentParser) -> None:
         "--embedder-precision",
         choices=EMBEDDER_PRECISIONS,
         default=DEFAULT_EMBEDDER_PRECISION,
-        help="the embedder weights: int8 (default) embeds 2.9x faster than float32, same retrieval",
+        help="the embedder weights: int8 embeds 2.9x faster, same recall, 2.7%% of answers differ",
     )
     build.add_argument(
         "--max-tokens", type=int, default=ChunkerConfig.max_tokens, help="wordpieces per chunk"
