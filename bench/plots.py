@@ -1,4 +1,5 @@
-"""The PNG plots of docs/benchmarks.md, drawn from the result JSON (matplotlib, no display)."""
+"""The PNG plots of docs/benchmarks.md and docs/reliability.md (the soak), drawn from the result JSON
+(matplotlib, no display)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,46 @@ def memory(results: Results, sizes: list[str], out: Path) -> Path:
         ax.set_ylabel("serving RSS over a bare process (MB, log)")
         ax.set_title(f"{kind}: memory per contender (own process)")
     return _save(fig, out / "memory.png")
+
+
+def soak(result: dict[str, Any], path: Path) -> Path:
+    """The soak over time (bench/serving/soak.py): the server's RSS with the line fitted after the
+    warm-up, its threads and open files, and each window's p95 per outcome."""
+    plt = _pyplot()
+    fig, (mem, handles, lat) = plt.subplots(
+        3, 1, figsize=(7, 7.5), sharex=True, gridspec_kw={"height_ratios": [3, 1.4, 3]}
+    )
+    samples, settings = result["samples"], result["settings"]
+    t = [s["t_min"] for s in samples]
+    mem.plot(t, [s["rss_mb"] for s in samples], ".-", ms=3, label="server RSS")
+    warm = settings["warmup_minutes"]
+    mem.axvspan(0, warm, color="grey", alpha=0.15, label="warm-up (not fitted)")
+    fit = result["memory"].get("fit")
+    if fit:
+        xs = [warm, t[-1]]
+        low, high = fit["ci95"]
+        label = f"fit {fit['slope_mb_per_min']:+.2f} MB/min (95%: {low:+.2f} to {high:+.2f})"
+        mem.plot(xs, [fit["intercept_mb"] + fit["slope_mb_per_min"] * x for x in xs], "k--", label=label)
+    mem.set_ylabel("RSS (MB)")
+    mem.legend(fontsize=7, loc="upper left")
+    if all("rss_anon_mb" in s for s in samples):  # heap and arenas, without mapped files (the model)
+        anon = mem.twinx()
+        anon.plot(t, [s["rss_anon_mb"] for s in samples], ":", color="tab:red", label="of it anonymous")
+        anon.set_ylabel("anonymous RSS (MB)", color="tab:red")
+        anon.legend(fontsize=7, loc="lower right")
+    handles.plot(t, [s["threads"] for s in samples], label="threads")
+    handles.plot(t, [s["fds"] for s in samples], label="open file descriptors")
+    handles.legend(fontsize=7)
+    windows = result["windows"]
+    mids = [(w["start_min"] + w["end_min"]) / 2 for w in windows]
+    for outcome in sorted({name for w in windows for name in w["latency"]}):
+        p95 = [w["latency"].get(outcome, {}).get("p95_ms", np.nan) for w in windows]
+        lat.plot(mids, p95, "o-", ms=4, label=outcome, lw=2.5 if outcome == "served" else 1)
+    lat.set_yscale("log")
+    lat.set_ylabel("p95 per window (ms, log)")
+    lat.set_xlabel("minutes since the load began")
+    lat.legend(fontsize=7, ncol=3)
+    mem.set_title(
+        f"Soak: {settings['clients']} clients, {settings['minutes']} min, profile {settings['profile']}"
+    )
+    return _save(fig, path)

@@ -57,19 +57,24 @@ def rss_mb(pid: int) -> float:
     return float(psutil.Process(pid).memory_info().rss / 2**20)
 
 
-def start_server(profiles: str, port: int, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """``medcite serve`` on 127.0.0.1:port (development mode unless ``env`` says otherwise)."""
+def start_server(
+    profiles: str, port: int, env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``medcite serve`` on 127.0.0.1:port (development mode unless ``env`` says otherwise); its
+    output appended to ``log``, or discarded."""
     env = {**os.environ, "MEDCITE_ENV": "development", "MEDCITE_PROFILES": profiles, **(env or {})}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "medcite", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    with open(log or os.devnull, "ab") as out:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "medcite", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit("medcite serve exited during start-up; run it by hand to see why")
+            where = f"see {log}" if log else "run it by hand to see why"
+            raise SystemExit(f"medcite serve exited during start-up; {where}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=2).status_code == 200:
                 return process
