@@ -128,8 +128,8 @@ def test_empty_input_does_not_load_the_model(tiny, monkeypatch):
     assert CrossEncoderReranker(folder).rerank(QUESTION, []) == []
 
 
-def test_missing_sentence_transformers_names_the_dense_extra(tiny, monkeypatch):
+def test_missing_sentence_transformers_names_the_cross_encoder_extra(tiny, monkeypatch):
     folder, _ = tiny
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
-    with pytest.raises(MissingExtraError, match=r"medcite\[dense\]"):
+    with pytest.raises(MissingExtraError, match=r"medcite\[cross-encoder\]"):
         CrossEncoderReranker(folder).rerank(QUESTION, hits_from(TEXTS))
