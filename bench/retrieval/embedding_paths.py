@@ -129,11 +129,8 @@ def bioasq_ndcg(paths: Paths, index: LoadedIndex, retrievers: dict[str, Any]) ->
     return out
 
 
-def per_question(name: str, ranks: dict[str, int | None] | None, ndcg: dict[str, float] | None) -> dict:
-    """Per-question values of one retriever: recall@10/@30 indicators or nDCG@10."""
-    if ndcg is not None:
-        return {"ndcg@10": ndcg}
-    assert ranks is not None
+def recall_indicators(ranks: dict[str, int | None]) -> dict[str, dict[str, float]]:
+    """Per question, whether the answering chunk is in the top 10 and the top 30."""
     return {f"recall@{c}": {q: float(r is not None and r <= c) for q, r in ranks.items()} for c in (10, 30)}
 
 
@@ -168,7 +165,7 @@ def measure_path(name: str, paths: Paths, default: LoadedIndex, snippets: Loaded
         retrievers = {"dense": dense, "hybrid": hybrid}
         if metric == "ranks":
             for kind, ranks in clinician_ranks(index, retrievers).items():
-                for key, per_q in per_question(kind, ranks, None).items():
+                for key, per_q in recall_indicators(ranks).items():
                     values[f"{label} {kind} {key}"] = per_q
         else:
             for kind, scores in bioasq_ndcg(paths, index, retrievers).items():
