@@ -1,14 +1,16 @@
 """What medcite told each clinician question, by outcome: answer, closest lines, nothing relevant.
 
     medcite bench clinician --part dev --out RUN.json     # the run (its records carry the outcome)
-    medcite bench outcomes RUN.json [--floors] [--out REPORT.json]
+    medcite bench outcomes RUN.json [--floors] [--against OTHER.json] [--out REPORT.json]
 
 Per kind of question (``evals/datasets/clinician.py``): how many were shown each outcome, with
 Wilson 95% intervals. For answerable questions: the key fact in the answer, in the first closest
-line, in the closest lines shown, or neither; and how many were told "nothing relevant" while a
-kept passage held the key fact (the target is none). ``--floors`` replays the run's closest
-lines under each ``[quote] closest_floor`` (below it: nothing relevant), which is how the floor
-is chosen on the dev part. The seconds per outcome are those the run recorded (a warm process).
+line, in the closest lines shown, or neither; and how many were told "nothing relevant" while a kept
+passage held the key fact (the target is none). ``--floors`` replays the run's closest lines under
+each ``[quote] closest_floor`` (below it: nothing relevant), which is how the floor is chosen on the
+dev part. ``--against`` pairs two runs of the same questions (another index or setting): the
+questions whose outcome, text or kept evidence changed. The seconds per outcome are those the run
+recorded (a warm process).
 """
 
 from __future__ import annotations
@@ -116,25 +118,60 @@ def floors(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def paired_changes(base: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Per question, what ``other`` (a run of the same questions under another setting) told
+    differently from ``base``: the outcome shown, the text, the evidence kept."""
+    first, second = {r["qid"]: r for r in base}, {r["qid"]: r for r in other}
+    if set(first) != set(second):
+        raise SystemExit("the two runs asked different questions; compare runs of the same part")
+
+    def shown(record: dict[str, Any]) -> str:
+        return f"{record['outcome']}/{record['shown']}"
+
+    changed = [q for q in first if shown(first[q]) != shown(second[q])]
+    return {
+        "questions": len(first),
+        "outcome_changed": len(changed),
+        "outcome_changed_share": round(len(changed) / len(first), 4),
+        "text_changed": sum(first[q]["text"] != second[q]["text"] for q in first),
+        "kept_evidence_changed": sum(first[q]["evidence"] != second[q]["evidence"] for q in first),
+        "counts": {
+            "base": dict(Counter(shown(r) for r in first.values())),
+            "other": dict(Counter(shown(r) for r in second.values())),
+        },
+        "changed": [{"qid": q, "base": shown(first[q]), "other": shown(second[q])} for q in changed],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="a `medcite bench clinician` result file")
     parser.add_argument("--floors", action="store_true", help="replay the closest lines under each floor")
+    parser.add_argument(
+        "--against", type=Path, default=None, help="another run of the same part: what it told differently"
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    run = json.loads(args.run.read_text(encoding="utf-8"))
-    records = run["records"]
-    if not all("shown" in r for r in records):
-        raise SystemExit(f"{args.run} has no outcome per record; rerun it with `medcite bench clinician`")
-    result: dict[str, Any] = {"run": str(args.run), "part": run.get("part"), "tally": tally(records)}
+    records = _records(args.run)
+    result: dict[str, Any] = {"run": str(args.run), "part": records[0].get("part"), "tally": tally(records)}
     result["seconds"] = seconds(records)
     if args.floors:
         result["floors"] = floors(records)
+    if args.against is not None:
+        result["against"] = {"run": str(args.against), **paired_changes(records, _records(args.against))}
     text = json.dumps(result, indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    run = json.loads(path.read_text(encoding="utf-8"))
+    records = [{**r, "part": run.get("part")} for r in run["records"]]
+    if not records or not all("shown" in r for r in records):
+        raise SystemExit(f"{path} has no outcome per record; rerun it with `medcite bench clinician`")
+    return records
 
 
 if __name__ == "__main__":
