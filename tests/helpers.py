@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import re
 import subprocess
@@ -340,10 +341,15 @@ def mcq_run_config(name: str, *, seed: int, **changes: Any) -> Any:
 
 
 def parse_python(source: str) -> ast.Module:
-    """``ast.parse``, asked again once on CPython 3.11's spurious "AST constructor recursion
-    depth mismatch" SystemError (cpython#106905: the depth counter is not restored on an error
-    path; CI met it once, late in the full suite, on a file that parses cleanly alone)."""
+    """``ast.parse`` with the garbage collector paused. CPython 3.11 keeps the AST converter's
+    depth counter in global state (cpython#106905): a collection during the conversion can run
+    Python code (finalizers, or another thread once the GIL is let go) that parses too and resets
+    it, and the parse fails with "AST constructor recursion depth mismatch" (met twice late in the
+    full suite, once on two tries in a row; each file parses cleanly alone)."""
+    paused = gc.isenabled()
+    gc.disable()
     try:
         return ast.parse(source)
-    except SystemError:
-        return ast.parse(source)
+    finally:
+        if paused:
+            gc.enable()
