@@ -11,7 +11,7 @@ from core.paths import Paths
 from core.types import Filters, Hit
 from corpora.chunking import ChunkerConfig
 from indexes.dense.index import DenseParams
-from indexes.dense.params import DEFAULT_EMBEDDER_PRECISION
+from indexes.dense.params import default_embedder_precision
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
 from rag.check.terms import VERSION as VOCABULARY_VERSION
@@ -42,7 +42,7 @@ def build_from_cli(
     name: str = "default",
     dense: str | None = "flat",
     lexical: str = "bm25s",
-    embedder_precision: str = DEFAULT_EMBEDDER_PRECISION,
+    embedder_precision: str | None = None,
     max_tokens: int = ChunkerConfig.max_tokens,
     overlap: int = ChunkerConfig.overlap,
     limit: int | None = None,
@@ -72,7 +72,8 @@ def build_from_cli(
     )
     build_engine = make_engine(engine, address=address, workers=workers)  # flag errors before any work
     # bulk float embedding runs on torch (faster once loaded); int8 on ONNX Runtime
-    embedder = MiniLmEmbedder(runtime="torch", precision=embedder_precision) if dense else None
+    precision = embedder_precision or default_embedder_precision()
+    embedder = MiniLmEmbedder(runtime="torch", precision=precision) if dense else None
     model_dir = embedder.model_path if embedder else packaged_minilm_dir()
     spans = WordpieceSpans(model_dir / "tokenizer.json")
     if skip_existing and _same_build(paths.indexes_dir / name, opened, config, embedder):

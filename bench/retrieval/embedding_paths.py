@@ -1,14 +1,17 @@
-"""Faster embedding paths judged by retrieval: int8 weights and shorter texts against float32.
+"""Faster embedding paths judged by retrieval: bfloat16 products, int8 weights and shorter texts
+against float32.
 
     medcite bench embedding-paths --out docs/results/bench/embedding_paths.json
 
-Paths: ``float32`` (what index builds used: torch, 256 wordpieces), ``int8`` (ONNX Runtime dynamic
-quantisation, one scale per output channel; ``indexes/dense/onnx_models.py``) and each at 128
-wordpieces. Rate: chunks per second on a seeded sample of default-index chunks, every path in
-each of ``--rounds`` rounds (order reversed every other round) in one process. Retrieval: the
-whole default index and the BioASQ snippet corpus (a BM25-only ``bench-bioasq-snippets`` index,
-built once) embedded by each path (kept in the embedding cache under the path's own key), the
-questions embedded by the same path, searched exactly (inner product):
+Paths: ``float32`` (torch, 256 wordpieces), ``bfloat16`` (torch's CPU autocast: matrix products in
+bfloat16, sums in float32), ``int8`` (ONNX Runtime dynamic quantisation, one scale per output
+channel; ``indexes/dense/onnx_models.py``) and float32 and int8 at 128 wordpieces. Rate: chunks per
+second on a seeded sample of default-index chunks, every path in each of ``--rounds`` rounds (order
+reversed every other round) in one process. Retrieval: the whole default index and the BioASQ
+snippet corpus (a BM25-only ``bench-bioasq-snippets`` index, built once) embedded by each path (kept
+in the embedding cache under the path's own key), the questions embedded as the product embeds them
+for such an index (``MiniLmEmbedder.matching``: the float ONNX model for float32 and bfloat16, the
+int8 one for int8), searched exactly (inner product):
 
 - clinician dev part, answerable questions: the rank of the first answering chunk
   (``training.aboutness.answering``) in the top 30 of dense and of hybrid (the default profile's
@@ -51,6 +54,7 @@ from training.aboutness import answering
 
 PATHS: dict[str, dict[str, Any]] = {  # name -> MiniLmEmbedder settings
     "float32": {"precision": "float32", "runtime": "torch"},
+    "bfloat16": {"precision": "bfloat16", "runtime": "torch"},
     "int8": {"precision": "int8"},
     "float32-128": {"precision": "float32", "runtime": "torch", "max_tokens": 128},
     "int8-128": {"precision": "int8", "max_tokens": 128},
@@ -157,7 +161,7 @@ def measure_path(name: str, paths: Paths, default: LoadedIndex, snippets: Loaded
         start = time.perf_counter()
         vectors, reused = embed_cached(embedder, indexed_texts(index), cache, progress=True)
         seconds[label] = round(time.perf_counter() - start, 1) if reused == 0 else None
-        dense = VectorRetriever(index, vectors, embedder)
+        dense = VectorRetriever(index, vectors, MiniLmEmbedder.matching(embedder.fingerprint()))
         r = profile.retrieval
         hybrid = HybridRetriever(
             [Bm25Retriever(index), dense], fusion="rrf", rrf_k=r.rrf_k, candidates=r.candidates

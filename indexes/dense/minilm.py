@@ -159,12 +159,14 @@ class SentenceVectors(nn.Module):  # type: ignore[misc]
         return F.normalize(mean_pool(hidden, mask), dim=-1)
 
 
-def numpy_runner(module: Any) -> Any:
+def numpy_runner(module: Any, bfloat16: bool = False) -> Any:
     """``module`` called as an :class:`indexes.dense.onnx_models.OnnxModel` is: int64 arrays in, a
-    float32 array out (so one scoring loop serves both runtimes)."""
+    float32 array out (so one scoring loop serves both runtimes). ``bfloat16``: matrix products in
+    bfloat16 with float32 sums (torch's CPU autocast; norms, softmax and pooling stay float32)."""
 
     def run(ids: Any, types: Any, mask: Any) -> Any:
-        with torch.inference_mode():
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bfloat16)
+        with torch.inference_mode(), autocast:
             out = module(torch.from_numpy(ids), torch.from_numpy(types), torch.from_numpy(mask))
         return out.float().numpy()
 

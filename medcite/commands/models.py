@@ -49,7 +49,6 @@ def _model_commands(sub: Sub) -> None:
 
 def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
     from indexes.dense.embedder import MiniLmEmbedder
-    from indexes.dense.params import DEFAULT_EMBEDDER_PRECISION
     from rag.check.support_model import TrainedSupport
     from rag.generate.models import DEFAULT_GENERATOR, fetch_model
     from rag.rerank.trained import TrainedReranker
@@ -59,7 +58,7 @@ def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
     # The MiniLM models are scored with ONNX Runtime; exporting them here (once per set of
     # weights) spares the first question the torch import and the export.
     for name, model in (
-        ("embedder", MiniLmEmbedder(precision=DEFAULT_EMBEDDER_PRECISION)),
+        ("embedder", MiniLmEmbedder()),
         ("relevance", TrainedReranker()),
         ("support", TrainedSupport()),
     ):

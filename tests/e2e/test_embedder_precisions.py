@@ -1,6 +1,7 @@
-"""The int8 embedder: close to the float vectors, kept apart from them in the embedding cache, and
-an index built with it is queried with it (its manifest says which; a rebuild is asked for when
-the precision changes)."""
+"""The bfloat16 and int8 embedders: close to the float vectors (bfloat16 within 1e-4 of a cosine
+of 1), kept apart from them in the embedding cache, and an index built with one is queried as its
+manifest says (int8 with int8; bfloat16 with the float ONNX model); a rebuild is asked for when the
+precision changes."""
 
 from __future__ import annotations
 
@@ -42,14 +43,28 @@ def test_int8_vectors_are_unit_length_and_near_the_float_ones(paths: Paths) -> N
     assert same_text_rank.tolist() == [0, 1, 2]
 
 
+def test_bfloat16_vectors_are_the_float_ones_to_a_cosine_of_0_9999(paths: Paths) -> None:
+    floats = MiniLmEmbedder(runtime="torch").embed(TEXTS)
+    halves = MiniLmEmbedder(runtime="torch", precision="bfloat16").embed(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(halves, axis=1), 1.0, atol=1e-5)
+    cosine = (floats * halves).sum(axis=1)
+    assert cosine.min() > 0.9999 and not np.array_equal(floats, halves)  # bfloat16 products ran
+    # a bfloat16 index's questions: the float ONNX model (a query never imports torch)
+    query = MiniLmEmbedder(precision="bfloat16")
+    np.testing.assert_allclose(query.embed(TEXTS), floats, atol=1e-5)
+
+
 def test_each_precision_and_length_has_its_own_cache_and_fingerprint(paths: Paths) -> None:
     float32, int8, short = MiniLmEmbedder(), MiniLmEmbedder(precision="int8"), MiniLmEmbedder(max_tokens=128)
-    folders = {store_for(e, paths.cache_dir)._cache.path.parent.name for e in (float32, int8, short)}
-    assert len(folders) == 3 and float32.weights_sha256[:16] in folders  # float keeps its old folder
+    bfloat16 = MiniLmEmbedder(precision="bfloat16")
+    embedders = (float32, int8, short, bfloat16)
+    folders = {store_for(e, paths.cache_dir)._cache.path.parent.name for e in embedders}
+    assert len(folders) == 4 and float32.weights_sha256[:16] in folders  # float keeps its old folder
     assert "precision" not in float32.fingerprint()  # indexes built before int8 stay valid
     assert int8.fingerprint()["precision"] == "int8" and short.fingerprint()["max_tokens"] == 128
-    assert MiniLmEmbedder.matching(int8.fingerprint()).fingerprint() == int8.fingerprint()
-    with pytest.raises(ConfigError, match="float32, int8"):
+    for embedder in (int8, bfloat16):
+        assert MiniLmEmbedder.matching(embedder.fingerprint()).fingerprint() == embedder.fingerprint()
+    with pytest.raises(ConfigError, match="float32, bfloat16, int8"):
         MiniLmEmbedder(precision="fp8")
 
 
