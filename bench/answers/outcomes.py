@@ -152,13 +152,13 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    records = _records(args.run)
-    result: dict[str, Any] = {"run": str(args.run), "part": records[0].get("part"), "tally": tally(records)}
+    part, records = _records(args.run)
+    result: dict[str, Any] = {"run": str(args.run), "part": part, "tally": tally(records)}
     result["seconds"] = seconds(records)
     if args.floors:
         result["floors"] = floors(records)
     if args.against is not None:
-        result["against"] = {"run": str(args.against), **paired_changes(records, _records(args.against))}
+        result["against"] = {"run": str(args.against), **paired_changes(records, _records(args.against)[1])}
     text = json.dumps(result, indent=2)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -166,12 +166,13 @@ def main() -> None:
     print(text)
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
+def _records(path: Path) -> tuple[str | None, list[dict[str, Any]]]:
+    """A run's part and its records, refused when they carry no outcome."""
     run = json.loads(path.read_text(encoding="utf-8"))
-    records = [{**r, "part": run.get("part")} for r in run["records"]]
+    records = run["records"]
     if not records or not all("shown" in r for r in records):
         raise SystemExit(f"{path} has no outcome per record; rerun it with `medcite bench clinician`")
-    return records
+    return run.get("part"), records
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ later process that scores a question does so with ONNX Runtime and never imports
 2.4 s and 140 MiB here; ``docs/benchmarks.md``, "First run and per-question time"). Outputs
 agree with torch to float32 rounding (``tests/e2e/test_onnx_models.py``, ``medcite bench
 onnx-runtime``). Index builds embed with torch: about 8% faster than ONNX Runtime's float model
-here, and with bfloat16 products (the default where the CPU has them) 2.3x; the embedder also
+here, and with bfloat16 products (the default where the CPU has them) 2.2x; the embedder also
 comes with int8 weights (:func:`quantized`, ``--embedder-precision int8``): 2.9x the float rate,
 the same recall, but other answers for 2.7% of dev questions.
 """
