@@ -21,7 +21,9 @@ How an answer is scored is :func:`outcome`.
 the same test folders, written after the first was spent by nine candidates: at least half of
 its answerable questions state a patient condition that selects one of several sibling lines
 (``siblings``, verbatim), and ``sibling_fact`` matches the siblings and not the answer, so a
-shown sibling counts as a wrong answer even beside the right line.
+shown sibling counts as a wrong answer even beside the right line. ``test-3``
+(``clinician_test3.jsonl``, :data:`TEST3_SHA256`, issue 55) is the next, frozen before the line
+reader was trained, with ``also_lines``: other lines of the guideline that answer as well.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ FROZEN_SHA256 = "2a26e734f1d250159ee65bf5b81be4fd1dd141c572596b8c95956b8bf3dd440
 TEST2_FILE = Path(__file__).with_name("clinician_test2.jsonl")
 # frozen before the first candidate of issue 46 (tests/unit/evals/test_clinician.py)
 TEST2_SHA256 = "c4271e6727ec102e17a041dd234968d44fe12ba31a3eaf8084b01a5cf1f2a7e0"
+TEST3_FILE = Path(__file__).with_name("clinician_test3.jsonl")
+# frozen before the line reader's first training commit (tests/unit/evals/test_clinician.py)
+TEST3_SHA256 = "3b55472a535bf85f95ccc6b769ddc103aed2912106a59137d67a744bc55d8f97"
 KINDS = ("answerable", "near", "far")
 Part = Literal["dev", "test"]
 Outcome = Literal["correct", "other_source", "wrong", "abstained", "degraded", "answered"]
@@ -65,6 +70,8 @@ class ClinicianItem:
     siblings: tuple[str, ...] = ()  # test-2: lines of the same guideline for another patient
     sibling_fact: str | None = None  # matches every sibling line and not the answer
     condition: str | None = None  # test-2: the patient condition the question states
+    file: str | None = None  # the guideline's section file holding the quote
+    also_lines: tuple[str, ...] = ()  # test-3, training: other lines that answer as well
 
     @property
     def answerable(self) -> bool:
@@ -140,6 +147,8 @@ def _item(row: dict[str, Any]) -> ClinicianItem:
         siblings=tuple(row.get("siblings", ())),
         sibling_fact=row.get("sibling_fact"),
         condition=(row.get("condition") or {}).get("text"),
+        file=row.get("file"),
+        also_lines=tuple(row.get("also_lines", ())),
     )
 
 

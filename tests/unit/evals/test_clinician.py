@@ -12,6 +12,8 @@ from evals.datasets.clinician import (
     QUESTIONS_FILE,
     TEST2_FILE,
     TEST2_SHA256,
+    TEST3_FILE,
+    TEST3_SHA256,
     ClinicianItem,
     file_sha256,
     key_fact_given,
@@ -128,6 +130,38 @@ def test_test2_key_facts_match_the_answer_and_no_sibling():
         assert not any(key_fact_given(item, s) for s in item.siblings), item.qid
         assert all(sibling_given(item, s) for s in item.siblings), item.qid
         assert not sibling_given(item, item.quote), item.qid
+
+
+def test_test3_is_the_frozen_file_over_test_folders_only_and_repeats_no_earlier_question():
+    """test-3 (issue 55) was hashed before the line reader's first training commit; its guideline
+    folders are all test-part folders, and no question repeats one of the earlier files'."""
+    assert file_sha256(TEST3_FILE) == TEST3_SHA256
+    items = load_clinician(TEST3_FILE)
+    assert all(i.part == "test" for i in items if i.kind != "far")
+    earlier = load_clinician() + load_clinician(TEST2_FILE)
+    asked = {" ".join(i.question.lower().split()) for i in earlier}
+    assert not asked & {" ".join(i.question.lower().split()) for i in items}
+
+
+def test_test3_has_the_sizes_issue_55_asks_for():
+    items = load_clinician(TEST3_FILE)
+    answerable = [i for i in items if i.kind == "answerable"]
+    assert len(answerable) >= 450 and sum(1 for i in answerable if i.condition) >= 250
+    assert sum(1 for i in answerable if "bedside" in i.wording) * 4 >= len(answerable)
+    assert sum(1 for i in items if i.kind == "near") >= 100 and sum(1 for i in items if i.kind == "far") >= 40
+
+
+def test_test3_key_facts_match_the_answer_and_no_sibling():
+    """As for test-2; ``also_lines`` (lines that answer as well, or complete the answer: the items
+    under a lead-in) are recorded beside the quote, and most match the key fact too."""
+    items = [i for i in load_clinician(TEST3_FILE) if i.kind == "answerable"]
+    for item in items:
+        assert item.quote and key_fact_given(item, item.quote), item.qid
+        assert not any(key_fact_given(item, s) for s in item.siblings), item.qid
+        assert all(sibling_given(item, s) for s in item.siblings), item.qid
+        assert not sibling_given(item, item.quote), item.qid
+    also = [line for i in items for line in i.also_lines if key_fact_given(i, line)]
+    assert len(also) * 10 >= 9 * sum(len(i.also_lines) for i in items)
 
 
 def test_a_shown_sibling_makes_an_answer_wrong():
