@@ -24,6 +24,10 @@ its answerable questions state a patient condition that selects one of several s
 shown sibling counts as a wrong answer even beside the right line. ``test-3``
 (``clinician_test3.jsonl``, :data:`TEST3_SHA256`, issue 55) is the next, frozen before the line
 reader was trained, with ``also_lines``: other lines of the guideline that answer as well.
+
+The training set (``clinician_train/``, one file per dev-part folder, :data:`TRAIN_SHA256` over
+them; :func:`load_training`) was written the same way from the dev-part folders only, for the
+line reader (``training/reader.py``); it is never scored as a benchmark.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ TEST2_SHA256 = "c4271e6727ec102e17a041dd234968d44fe12ba31a3eaf8084b01a5cf1f2a7e0
 TEST3_FILE = Path(__file__).with_name("clinician_test3.jsonl")
 # frozen before the line reader's first training commit (tests/unit/evals/test_clinician.py)
 TEST3_SHA256 = "3b55472a535bf85f95ccc6b769ddc103aed2912106a59137d67a744bc55d8f97"
+TRAIN_DIR = Path(__file__).with_name("clinician_train")
+# the training set's files, hashed in name order (:func:`training_sha256`)
+TRAIN_SHA256 = "783b2f9b91c4a9997565162e033db8c1bd013e81993847dcac51b89499396d20"
 KINDS = ("answerable", "near", "far")
 Part = Literal["dev", "test"]
 Outcome = Literal["correct", "other_source", "wrong", "abstained", "degraded", "answered"]
@@ -111,6 +118,22 @@ def load_clinician(path: Path = QUESTIONS_FILE, part: Part | None = None) -> lis
         if part is None or item.part == part:
             items.append(item)
     return items
+
+
+def training_sha256(folder: Path = TRAIN_DIR) -> str:
+    """One hash over the training set's files: each name and its sha256, in name order."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.glob("*.jsonl")):
+        digest.update(f"{path.name} {sha256_file(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def load_training(folder: Path = TRAIN_DIR) -> list[ClinicianItem]:
+    """The training set's questions (every file of ``folder``, in name order)."""
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise SourceError(f"no clinician training files in {folder}")
+    return [item for path in files for item in load_clinician(path)]
 
 
 def _item(row: dict[str, Any]) -> ClinicianItem:

@@ -14,13 +14,17 @@ from evals.datasets.clinician import (
     TEST2_SHA256,
     TEST3_FILE,
     TEST3_SHA256,
+    TRAIN_DIR,
+    TRAIN_SHA256,
     ClinicianItem,
     file_sha256,
     key_fact_given,
     load_clinician,
+    load_training,
     outcome,
     part_of,
     sibling_given,
+    training_sha256,
 )
 
 
@@ -162,6 +166,29 @@ def test_test3_key_facts_match_the_answer_and_no_sibling():
         assert not sibling_given(item, item.quote), item.qid
     also = [line for i in items for line in i.also_lines if key_fact_given(i, line)]
     assert len(also) * 10 >= 9 * sum(len(i.also_lines) for i in items)
+
+
+def test_the_training_set_is_the_frozen_one_from_dev_part_folders_only():
+    """The line reader's training set (issue 55): hashed; one file per dev-part guideline folder,
+    each row of its file's folder, never a test-part folder; no question of any benchmark file."""
+    assert training_sha256() == TRAIN_SHA256
+    items = load_training()
+    assert len(items) >= 3000 and sum(1 for i in items if i.kind == "near") >= 300
+    for path in TRAIN_DIR.glob("*.jsonl"):
+        assert part_of(path.stem) == "dev", path.name
+        assert {i.guideline for i in load_clinician(path)} == {path.stem}
+    assert all(i.part == "dev" and i.kind in ("answerable", "near") for i in items)
+    benchmark = load_clinician() + load_clinician(TEST2_FILE) + load_clinician(TEST3_FILE)
+    asked = {" ".join(i.question.lower().split()) for i in benchmark}
+    assert not asked & {" ".join(i.question.lower().split()) for i in items}
+
+
+def test_training_rows_hold_their_answering_line_and_siblings_apart():
+    for item in load_training():
+        if item.kind == "answerable":
+            assert item.quote and key_fact_given(item, item.quote), item.qid
+            assert not any(key_fact_given(item, s) for s in item.siblings), item.qid
+            assert all(sibling_given(item, s) for s in item.siblings), item.qid
 
 
 def test_a_shown_sibling_makes_an_answer_wrong():
