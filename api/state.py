@@ -156,7 +156,7 @@ def load_state(settings: ApiSettings, assembler: Assembler | None = None) -> Ser
     try:
         for name in settings.profiles:
             assembled = build(profile_for(settings, name))
-            assembled.pipeline = assembled.pipeline.with_settings(degrade_on_generator_error=False)
+            assembled.pipeline = assembled.pipeline.with_options(degrade_on_generator_error=False)
             # Serve from memory: files truncated, deleted or swapped later must not crash (SIGBUS
             # on a truncated mapping) or change answers; /ready reports such damage.
             assembled.index.detach()

@@ -185,7 +185,7 @@ class Answer:
     ``rag`` (grounded in cited evidence), ``closed-book`` (model memory only, by request),
     ``abstained`` (not an answer: the closest lines when passages about the question were
     found but no line was confirmed, else nothing relevant; ``outcome`` says which and
-    ``rag/outcomes.py`` builds both),
+    ``rag/answer/outcomes.py`` builds both),
     ``degraded`` (generation failed; ``evidence`` lists the passages found, unsummarised).
     """
 

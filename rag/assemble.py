@@ -13,11 +13,11 @@ from core.errors import ConfigError
 from core.paths import Paths
 from core.registry import resolve
 from indexes.store import LoadedIndex
-from rag.check.terms import Vocabulary
 from rag.indexing import corpus_vocabulary, make_retriever, open_index
-from rag.pipeline import Pipeline, PipelineSettings
+from rag.pipeline import Pipeline
 from rag.profile import GeneratorConfig, Profile, RerankConfig
 from rag.protocols import Generator, Reranker
+from rag.reading.terms import Vocabulary
 from rag.rerank.evidence import check_evidence_limits
 
 
@@ -72,22 +72,10 @@ def make_reranker(config: RerankConfig, generator: Generator, paths: Paths) -> R
     return cls(generator, cache=ScoreCache(paths.cache_dir / "rerank.sqlite"))  # type: ignore[no-any-return]
 
 
-def check_sentence_budget(config: RerankConfig) -> None:
-    """Sentences are scored by the trained relevance model, which only the "trained" reranker loads;
-    refuse another backend before anything is loaded, with what to change."""
-    if config.sentence_budget is not None and config.backend != "trained":
-        raise ConfigError(
-            f"rerank.sentence_budget = {config.sentence_budget} selects sentences with the trained "
-            f'relevance model, but rerank.backend = {config.backend!r}; set rerank.backend = "trained" '
-            "or remove rerank.sentence_budget"
-        )
-
-
 def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = None) -> Assembled:
     """Load the profile's index, embedder, generator, reranker and verifier into a Pipeline."""
-    from rag.check.verify import SupportVerifier
+    from rag.gate.verify import SupportVerifier
 
-    check_sentence_budget(profile.rerank)
     r = profile.retrieval
     index, embedder = open_index(paths, profile.index, with_embedder=True)
     try:
@@ -108,28 +96,26 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
             v = profile.verify
             support_model = None
             if v.backend == "trained":
-                from rag.check.support_model import TrainedSupport
+                from rag.gate.support_model import TrainedSupport
 
                 support_model = TrainedSupport(v.model_path)
-            judge = generator if v.llm_judge else None
             answer_judge = None
             if v.answer_judge is not None:
-                from rag.check.answer_judge import AnswerJudge
+                from rag.gate.answer_judge import AnswerJudge
 
                 answer_judge = AnswerJudge(generator, v.answer_judge, floor=v.judge_above)
             verifier = SupportVerifier(
-                embedder, threshold=v.threshold, judge=judge, model=support_model, answer_judge=answer_judge
+                embedder, threshold=v.threshold, model=support_model, answer_judge=answer_judge
             )
     except BaseException:
         index.close()
         raise
-    settings = PipelineSettings.from_profile(profile)
 
     def vocabulary() -> Vocabulary:
         return corpus_vocabulary(paths, index)
 
     pipeline = Pipeline(
-        retriever, reranker, generator, verifier=verifier, settings=settings, vocabulary=vocabulary
+        retriever, reranker, generator, verifier=verifier, profile=profile, vocabulary=vocabulary
     )
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 

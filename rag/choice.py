@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from core.errors import GeneratorError
 from core.types import Answer, Hit
 from rag.generate import prompts
 from rag.protocols import Generator
+from rag.turn import Clock
 
 
 def option_probabilities(logprobs: Mapping[str, float]) -> dict[str, float]:
@@ -33,14 +33,15 @@ def choose_option(
     question: str,
     options: Mapping[str, str],
     evidence: Sequence[Hit],
-    clock: Any,
+    clock: Clock,
     usage: Mapping[str, int],
     notes: Sequence[str],
 ) -> Answer:
     if len(options) < 2:
         raise ValueError("a multiple-choice question needs at least two options")
     messages = prompts.choice_messages(question, options, evidence)
-    logprobs = clock.run("generate", generator.next_token_logprobs, messages, list(options))
+    with clock.stage("generate"):
+        logprobs = generator.next_token_logprobs(messages, list(options))
     probs = option_probabilities(logprobs)
     choice = max(probs, key=lambda letter: probs[letter])
     return Answer(

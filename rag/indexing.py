@@ -14,9 +14,9 @@ from indexes.dense.index import DenseParams
 from indexes.dense.params import default_embedder_precision
 from indexes.manifest import read_manifest, verify_files
 from indexes.store import LoadedIndex, load_index
-from rag.check.terms import VERSION as VOCABULARY_VERSION
-from rag.check.terms import Vocabulary
 from rag.protocols import Retriever
+from rag.reading.terms import VERSION as VOCABULARY_VERSION
+from rag.reading.terms import Vocabulary
 
 
 def _parse_sources(raw: list[str] | None, path: Path | None) -> list[tuple[str, Path | None]]:
@@ -103,7 +103,7 @@ def _read_vocabulary(paths: Paths, folder: Path) -> None:
 
 
 def corpus_vocabulary(paths: Paths, index: LoadedIndex) -> Vocabulary:
-    """The support gate's view of the index's corpus (``rag/check/terms.py``), cached as JSON under
+    """The support gate's view of the index's corpus (``rag/reading/terms.py``), cached as JSON under
     the corpus fingerprint: built once per corpus, read in milliseconds after that."""
     fingerprint = str(index.manifest.get("corpus_fingerprint", "unknown"))
     path = paths.cache_dir / "vocabulary" / f"{fingerprint}.v{VOCABULARY_VERSION}.json"
@@ -177,9 +177,9 @@ def make_retriever(
     weights: Sequence[float] | None = None,
     candidates: int | None = None,
 ) -> Retriever:
-    """The retriever of ``mode`` over ``index``; settings left out take the profile model's defaults."""
+    """The retriever of ``mode`` over ``index``; settings left out take the default profile's."""
     from rag.retrieve.dense import DenseRetriever
-    from rag.retrieve.hybrid import DEFAULTS, HybridRetriever
+    from rag.retrieve.hybrid import HybridRetriever
     from rag.retrieve.lexical import Bm25Retriever
 
     if mode == "bm25":
@@ -191,10 +191,10 @@ def make_retriever(
     if mode == "hybrid":
         return HybridRetriever(
             [Bm25Retriever(index), DenseRetriever(index, embedder)],
-            fusion=DEFAULTS.fusion if fusion is None else fusion,
-            rrf_k=DEFAULTS.rrf_k if rrf_k is None else rrf_k,
+            fusion=fusion,
+            rrf_k=rrf_k,
             weights=weights,
-            candidates=DEFAULTS.candidates if candidates is None else candidates,
+            candidates=candidates,
         )
     raise ConfigError(f"unknown retrieval mode {mode!r}; choose bm25, dense or hybrid")
 

@@ -2,8 +2,9 @@
 
     .venv/bin/python scripts/settings_reference.py
 
-Types, defaults, constraints and meanings come from the pydantic models in rag/profile.py and
-api/settings.py, so the page cannot drift from the code: tests/unit/test_settings_reference.py
+Types, constraints and meanings come from the pydantic models in rag/profile.py and
+api/settings.py, a profile setting's default from rag/profiles/default.toml (its one home: the
+models have none), so the page cannot drift from the code: tests/unit/test_settings_reference.py
 fails when the committed page differs from ``render()``.
 """
 
@@ -13,7 +14,7 @@ import sys
 import types
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel
@@ -24,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from api.settings import ApiSettings  # noqa: E402
-from rag.profile import Profile, available_profiles, load_profile  # noqa: E402
+from rag.profile import Profile, available_profiles, default_profile, load_profile  # noqa: E402
 
 OUT = ROOT / "docs" / "settings.md"
 HEADER = "| setting | type | default | allowed values | meaning |\n|---|---|---|---|---|"
@@ -39,8 +40,9 @@ A **profile** is a TOML file naming everything a question goes through: the inde
 reranking, the generator, verification and quoting. `medcite ask --profile NAME` takes a packaged
 profile by name, `--profile path/to/mine.toml` a file of your own, and `medcite profiles` lists the
 packaged ones; the server serves the profiles named in `MEDCITE_PROFILES`. A key left out takes
-the default below; an unknown key is an error, so a typo never silently falls back to a default.
-A setting shown as *unset* is left out of the file (TOML has no null).
+the default below, which is `rag/profiles/default.toml`'s (every profile states only what it
+changes); an unknown key is an error, so a typo never silently falls back to a default. A setting
+shown as *unset* has no value: write `"unset"` to clear one (TOML has no null).
 
 The packaged profiles (`rag/profiles/`):
 
@@ -66,6 +68,8 @@ def type_name(annotation: Any) -> str:
         named = [type_name(arg) for arg in get_args(annotation) if arg is not type(None)]
         return " or ".join(dict.fromkeys(named))
     origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:  # a constrained number: its type
+        return type_name(args[0])
     if origin is Literal:
         return "string"
     if origin in (tuple, list):
@@ -103,30 +107,45 @@ def env_value(value: Any) -> str:
 
 
 def allowed(field: FieldInfo) -> str:
-    """Literal choices, else the numeric bounds from the field's constraints."""
-    choices = _literal_values(field.annotation)
-    if choices:
-        return ", ".join(f'`"{c}"`' for c in choices)
+    """Literal choices, and the numeric bounds from the field's constraints (or those of a
+    constrained number it may also be)."""
+    choices = ", ".join(f'`"{c}"`' for c in _literal_values(field.annotation))
+    metadata = list(field.metadata)
+    for arg in get_args(field.annotation) if _is_union(field.annotation) else ():
+        if get_origin(arg) is Annotated:
+            metadata += [m for inner in get_args(arg)[1:] for m in getattr(inner, "metadata", [inner])]
+    if choices and not metadata:
+        return choices
     bounds = {}
-    for item in field.metadata:
+    for item in metadata:
         for kind in ("ge", "gt", "le", "lt"):
             if isinstance(item, getattr(annotated_types, kind.capitalize())):
                 bounds[kind] = getattr(item, kind)
-    if "ge" in bounds and "le" in bounds:
-        return f"{bounds['ge']} to {bounds['le']}"
     symbols = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-    return ", ".join(f"{symbols[k]} {v}" for k, v in bounds.items())
+    if "ge" in bounds and "le" in bounds:
+        numbers = f"{bounds['ge']} to {bounds['le']}"
+    else:
+        numbers = ", ".join(f"{symbols[k]} {v}" for k, v in bounds.items())
+    return ", ".join(part for part in (numbers, choices) if part)
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def table(fields: dict[str, FieldInfo], name: Callable[[str], str], value: Callable[[Any], str]) -> str:
-    """One Markdown table: a row per field, named and valued by the given functions."""
+def table(
+    fields: dict[str, FieldInfo],
+    name: Callable[[str], str],
+    value: Callable[[Any], str],
+    defaults: BaseModel | None = None,
+) -> str:
+    """One Markdown table: a row per field, named and valued by the given functions; the default
+    is ``defaults``' value (default.toml's, for a profile section), else the field's own."""
     rows = [HEADER]
     for key, field in fields.items():
-        default = field.get_default(call_default_factory=True)
+        default = (
+            getattr(defaults, key) if defaults is not None else field.get_default(call_default_factory=True)
+        )
         cells = (
             f"`{name(key)}`",
             type_name(field.annotation),
@@ -159,11 +178,13 @@ def _packaged() -> str:
 def render() -> str:
     """The whole of docs/settings.md."""
     nested = sections()
+    default = default_profile()
     top = {k: f for k, f in Profile.model_fields.items() if k not in nested}
-    parts = [INTRO + _packaged(), "## Top-level keys", table(top, str, toml_value)]
+    parts = [INTRO + _packaged(), "## Top-level keys", table(top, str, toml_value, default)]
     for key, model in nested.items():
         description = Profile.model_fields[key].description
-        parts += [f"## `[{key}]`", description or "", table(model.model_fields, str, toml_value)]
+        section = table(model.model_fields, str, toml_value, getattr(default, key))
+        parts += [f"## `[{key}]`", description or "", section]
     prefix = ApiSettings.model_config.get("env_prefix", "")
     parts += [
         "## Server settings",

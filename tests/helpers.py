@@ -66,6 +66,41 @@ def make_hit(
     return Hit(chunk=make_chunk(chunk_id, text, **fields), score=score, rank=rank, retriever=retriever)
 
 
+def make_turn(
+    question: str = "q",
+    kept: Sequence[Hit] = (),
+    *,
+    notes: Sequence[str] = (),
+    timings: dict[str, float] | None = None,
+    dropped: Sequence[Hit] = (),
+) -> Any:
+    """A ``rag.turn.Turn`` for ``question`` (read without a corpus vocabulary) over ``kept``."""
+    from rag.reading.question import ReadQuestion
+    from rag.turn import Clock, Evidence, Turn
+
+    clock = Clock()
+    clock.timings.update(timings or {})
+    return Turn(ReadQuestion.read(question), Evidence(list(kept), list(dropped), notes=list(notes)), clock)
+
+
+def fake_profile(changes: dict[str, Any] | None = None) -> Any:
+    """The default profile as a hand-built pipeline of fakes needs it: every passage kept (no
+    evidence threshold; fakes score on no calibrated scale), five kept in the reranker's order,
+    nothing quoted (no relevance model), the closest lines from the kept passages at any
+    probability, the heuristic verifier when one is assembled; then ``changes``
+    (``rag.profile.with_changes``)."""
+    from rag.profile import default_profile, with_changes
+
+    base = {
+        "rerank": {"threshold": None, "keep": 5, "candidates": 12, "order": "relevance"},
+        "verify": {"backend": "heuristic"},
+        "quote": {"threshold": None, "closest_floor": 0.0, "closest_pool_threshold": None},
+        "generator": {"max_tokens": 256},
+    }
+    profile = with_changes(default_profile(), base)
+    return with_changes(profile, changes) if changes else profile
+
+
 def numbered_hit(n: int) -> Hit:
     """Source ``[n]`` of a numbered list: chunk ``guide:doc{n}#0`` reading ``passage {n} text``."""
     return make_hit(

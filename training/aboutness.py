@@ -1,6 +1,6 @@
-"""Fit the aboutness model (``rag/check/aboutness.py:AboutnessModel``) on the clinician dev part.
+"""Fit the aboutness model (``rag/reading/aboutness.py:AboutnessModel``) on the clinician dev part.
 
-    medcite train aboutness            # writes rag/check/weights/aboutness.json
+    medcite train aboutness            # writes rag/reading/weights/aboutness.json
 
 Pairs: for each dev question of ``clinician-default`` (``evals/datasets/clinician.py``), the
 first ``PAIRS_PER_QUESTION`` candidates the default profile retrieves (scored by its relevance
@@ -34,9 +34,10 @@ import numpy as np
 from core.paths import Paths
 from core.types import Chunk
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given, load_clinician
-from rag.check.aboutness import ABOUTNESS_MODEL, AboutnessModel, Question, about_features
-from rag.check.rules import GateRules
-from rag.check.terms import Vocabulary, chunk_stems
+from rag.profile import VerifyConfig, default_profile
+from rag.reading.aboutness import ABOUTNESS_MODEL, AboutnessModel, about_features, missing
+from rag.reading.question import ReadQuestion
+from rag.reading.terms import Vocabulary, chunk_stems
 from training.calibrate import fit_logistic, sigmoid
 
 PAIRS_PER_QUESTION = 8
@@ -86,7 +87,9 @@ def scored_candidates(items: Sequence[ClinicianItem], profile_name: str, paths: 
     if todo:
         profile = load_profile(profile_name)
         assembled = assemble(profile, paths)
-        open_ended = assembled.pipeline.with_settings(threshold=None, keep=profile.rerank.candidates)
+        open_ended = assembled.pipeline.with_changes(
+            {"rerank": {"threshold": None, "keep": profile.rerank.candidates}}
+        )
         start = time.perf_counter()
         for n, item in enumerate(todo, start=1):
             found = open_ended.evidence(item.question)
@@ -116,10 +119,10 @@ def pairs(
     """Features (coverage, specialist coverage, relevance) and labels (module docstring)."""
     rows, labels = [], []
     for item in items:
-        question = Question.read(item.question, vocabulary, GateRules(terms="off"))
+        question = ReadQuestion.read(item.question, lambda: vocabulary)
         for chunk_id, relevance in candidates[item.question][:PAIRS_PER_QUESTION]:
             chunk = chunk_of(chunk_id)
-            if question.missing(chunk):  # another check decides this passage
+            if missing(question, chunk, _checks("off")):  # another check decides this passage
                 continue
             if item.answerable and not answering(item, chunk):
                 continue
@@ -132,7 +135,7 @@ def question_rates(
     items: Sequence[ClinicianItem],
     candidates: Candidates,
     chunk_of: Callable[[str], Chunk],
-    read: Callable[[str], Question],
+    read: Judgement,
     threshold: float,
     keep: int,
 ) -> dict[str, float]:
@@ -140,9 +143,9 @@ def question_rates(
     kept passage about) as shares of each half, with the judgement ``read`` makes."""
     reachable = stopped = answerable = unanswerable = 0
     for item in items:
-        question = read(item.question)
+        lacks = read(item.question)
         kept = [(chunk_of(c), p) for c, p in candidates[item.question] if p >= threshold][:keep]
-        about = [not question.missing(c, p) for c, p in kept]
+        about = [not lacks(c, p) for c, p in kept]
         if item.answerable:
             answerable += 1
             reachable += any(a and answering(item, c) for (c, _), a in zip(kept, about, strict=True))
@@ -217,11 +220,22 @@ def main() -> None:
     )
 
 
-def _reader(vocabulary: Vocabulary, model: AboutnessModel) -> Callable[[str], Question]:
-    """Questions read with the judged rule and ``model`` in place of the shipped one."""
+# a question -> what a passage (with its relevance) lacks to be about it
+Judgement = Callable[[str], Callable[[Chunk, float | None], tuple[str, ...]]]
 
-    def read(text: str) -> Question:
-        return Question.read(text, vocabulary, GateRules(terms="judged"), model=model)
+
+def _checks(about: str) -> VerifyConfig:
+    """The default profile's checks with the aboutness rule ``about``, at the model's own threshold."""
+    return default_profile().verify.model_copy(update={"about": about, "min_about": None})
+
+
+def _reader(vocabulary: Vocabulary, model: AboutnessModel) -> Judgement:
+    """Questions read with the judged rule and ``model`` in place of the shipped one."""
+    judged = _checks("judged")
+
+    def read(text: str) -> Callable[[Chunk, float | None], tuple[str, ...]]:
+        question = ReadQuestion.read(text, lambda: vocabulary)
+        return lambda chunk, relevance: missing(question, chunk, judged, relevance, model=model)
 
     return read
 

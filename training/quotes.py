@@ -1,6 +1,6 @@
-"""Fit the quote model (``rag/check/quotes.py``) on the clinician benchmark's dev part.
+"""Fit the quote model (``rag/reading/quote_model.py``) on the clinician benchmark's dev part.
 
-    medcite train quotes [--profile default] [--out rag/check/weights/quotes.json]
+    medcite train quotes [--profile default] [--out rag/reading/weights/quotes.json]
 
 For every dev question, the profile's kept passages (its evidence threshold and ``keep``, from
 the cached candidate scores ``training.aboutness.scored_candidates`` writes) are cut into
@@ -26,20 +26,12 @@ import numpy as np
 from core.paths import Paths
 from core.types import Chunk, Hit
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given
-from rag.check.quotes import (
-    FEATURES,
-    QUOTE_MODEL,
-    Quote,
-    QuoteModel,
-    Sentences,
-    best_quotes,
-    quote_text,
-    sentences,
-)
-from rag.check.rules import GateRules
-from rag.check.terms import Vocabulary
-from rag.profile import load_profile
-from rag.rerank.sentences import SentenceModel, SentenceScorer
+from rag.profile import VerifyConfig, with_changes
+from rag.reading.lines import Line, line_words
+from rag.reading.question import ReadQuestion
+from rag.reading.quote_model import FEATURES, QUOTE_MODEL, QuoteModel, ScoredLines, best_lines, score_lines
+from rag.reading.terms import Vocabulary
+from rag.rerank.sentences import SentenceScorer
 from training.aboutness import DevPart, answering
 from training.calibrate import fit_logistic
 
@@ -59,7 +51,7 @@ def kept_hits(
     by_relevance: bool = False,
 ) -> list[Hit]:
     """The passages the pipeline keeps for ``item``: those over the threshold, retrieval order;
-    ``by_relevance``: most relevant first, as ``rag.pipeline.quote_pool`` ranks a quote pool."""
+    ``by_relevance``: most relevant first (a pool of the most relevant candidates)."""
     ranked = candidates[item.question]
     if by_relevance:
         ranked = sorted(ranked, key=lambda pair: -pair[1])
@@ -72,22 +64,22 @@ def labelled(
     hits_of: Callable[[ClinicianItem], list[Hit]],
     scorer: SentenceScorer,
     vocabulary: Vocabulary,
-    rules: GateRules,
-) -> list[tuple[ClinicianItem, Sentences, np.ndarray]]:
+    verify: VerifyConfig,
+) -> list[tuple[ClinicianItem, ScoredLines, np.ndarray]]:
     """Each item's sentences with their features and labels (1: states the key fact, from an
     answering passage)."""
     out = []
     for n, item in enumerate(items, start=1):
         hits = hits_of(item)
-        found = sentences(item.question, hits, scorer, vocabulary, rules)
+        found = score_lines(ReadQuestion.read(item.question, lambda: vocabulary), hits, scorer, verify)
         y = np.array(
             [
                 int(
                     item.answerable
-                    and key_fact_given(item, quote_text(q))
+                    and key_fact_given(item, line_words(q))
                     and answering(item, hits[q.source - 1].chunk)
                 )
-                for q in found.quotes
+                for q in found.lines
             ],
             dtype=np.int64,
         )
@@ -97,9 +89,9 @@ def labelled(
     return out
 
 
-def fit(rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]]) -> QuoteModel:
-    x = np.vstack([s.features for _, s, _ in rows if len(s.quotes)])
-    y = np.concatenate([lab for _, s, lab in rows if len(s.quotes)])
+def fit(rows: Sequence[tuple[ClinicianItem, ScoredLines, np.ndarray]]) -> QuoteModel:
+    x = np.vstack([s.features for _, s, _ in rows if len(s.lines)])
+    y = np.concatenate([lab for _, s, lab in rows if len(s.lines)])
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
     weights, bias = fit_logistic((x - mean) / scale, y, l2=1e-2)
     return QuoteModel(
@@ -112,7 +104,7 @@ def fit(rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]]) -> QuoteMod
 
 def outcomes(
     item: ClinicianItem,
-    quotes: Sequence[Quote],
+    quotes: Sequence[Line],
     hits: Sequence[Hit],
     threshold: float,
 ) -> str:
@@ -121,17 +113,17 @@ def outcomes(
         return "abstained"
     if not item.answerable:
         return "answered"
-    texts = " ".join(quote_text(q) for q in quotes)
+    texts = " ".join(line_words(q) for q in quotes)
     sources = any(answering(item, hits[q.source - 1].chunk) for q in quotes)
     return "correct" if key_fact_given(item, texts) and sources else "wrong"
 
 
 def cross_validated_models(
-    rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]],
-) -> dict[str, tuple[ClinicianItem, Sentences, QuoteModel]]:
+    rows: Sequence[tuple[ClinicianItem, ScoredLines, np.ndarray]],
+) -> dict[str, tuple[ClinicianItem, ScoredLines, QuoteModel]]:
     """Per question id: the item, its sentences and the model fitted without its folder's fold."""
     groups = sorted({item.group for item, _, _ in rows})
-    chosen: dict[str, tuple[ClinicianItem, Sentences, QuoteModel]] = {}
+    chosen: dict[str, tuple[ClinicianItem, ScoredLines, QuoteModel]] = {}
     for fold in range(FOLDS):
         held = set(groups[fold::FOLDS])
         model = fit([r for r in rows if r[0].group not in held])
@@ -142,7 +134,7 @@ def cross_validated_models(
 
 
 def cross_validated_curve(
-    rows: Sequence[tuple[ClinicianItem, Sentences, np.ndarray]], hits: dict[str, list[Hit]]
+    rows: Sequence[tuple[ClinicianItem, ScoredLines, np.ndarray]], hits: dict[str, list[Hit]]
 ) -> list[dict[str, Any]]:
     """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it."""
     chosen = cross_validated_models(rows)
@@ -152,7 +144,7 @@ def cross_validated_curve(
             continue
         tally: dict[str, dict[str, int]] = {}
         for item, found, model in chosen.values():
-            best = best_quotes(found, model, count)
+            best = best_lines(found, model, count)
             best = best[:1] + [q for q in best[1:] if q.probability >= also]  # is "also" worth a setting?
             got = outcomes(item, best, hits[item.qid], threshold)
             row = tally.setdefault(item.kind, {})
@@ -185,11 +177,9 @@ def choose(curve: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def dev_rows(
     profile_name: str, pool: tuple[float, int] | None, off: Sequence[str] = ()
-) -> tuple[DevPart, dict[str, list[Hit]], list[tuple[ClinicianItem, Sentences, np.ndarray]]]:
+) -> tuple[DevPart, dict[str, list[Hit]], list[tuple[ClinicianItem, ScoredLines, np.ndarray]]]:
     """The dev part, each question's quote pool (by id: the kept passages, or ``pool`` = (floor,
-    n) as ``rag.pipeline.quote_pool`` reads it) and its labelled sentences."""
-    from rag.pipeline import PipelineSettings
-
+    n) of the most relevant candidates) and its labelled lines."""
     dev = DevPart.load(profile_name, Paths.from_env())
     threshold, keep = pool or (dev.profile.rerank.threshold or 0.0, dev.profile.rerank.keep)
     hits = {
@@ -197,14 +187,14 @@ def dev_rows(
         for it in dev.items
     }
     scorer = dev.assembled.pipeline.reranker
-    if not isinstance(scorer, SentenceModel):
+    if not isinstance(scorer, SentenceScorer):
         raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
-    rules = PipelineSettings.from_profile(dev.profile).gate_rules.without(*off)
-    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, rules)
+    verify = with_changes(dev.profile, {"verify": {"off": [*dev.profile.verify.off, *off]}}).verify
+    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, verify)
     return dev, hits, rows
 
 
-POOL_HELP = "quote from the N most relevant candidates from FLOOR up (default: the profile's [quote] pool)"
+POOL_HELP = "quote from the N most relevant candidates from FLOOR up (default: the kept passages)"
 
 
 def pool_setting(text: str) -> tuple[float, int]:
@@ -228,7 +218,7 @@ def main() -> None:
         "--off", action="append", default=[], metavar="RULE", help="a gate check quotes skip (an ablation)"
     )
     args = parser.parse_args()
-    pool = args.pool or load_profile(args.profile).quote.pool()
+    pool = args.pool
     dev, hits, rows = dev_rows(args.profile, pool, args.off)
     model = fit(rows)
     curve = cross_validated_curve(rows, hits)

@@ -10,7 +10,7 @@ Questions, split by question and year so nothing evaluated is trained on:
   The test split (BioASQ 11B) is never read here; ``medcite study verifier`` reports on it.
 
 Training pairs per claim (an ideal-answer sentence; every ideal answer of a train question, the
-first only for dev and test), each against one passage window (``rag.check.support_model.windows``):
+first only for dev and test), each against one passage window (``rag.gate.support_model.windows``):
 ``own`` (1, the best window of its gold passage); ``other`` / ``near`` (0, a random and the most
 similar other question's passage); ``number``, ``negation``, ``direction`` (0, edited by rules and
 word lists the test split does not use, :data:`TRAIN_DIRECTIONS`, so the test's pairs measure
@@ -19,9 +19,9 @@ exact answer swapped for another train question's).
 
 Steps: pairs -> bottom layers cached (``training.fit.cache_bottom``) -> adapters trained
 (``training.fit.train``, checkpointed) -> calibration on dev (logistic regression on the best
-window's logit and the lexical coverage, ``rag.check.support_model.calibrated``) -> the threshold
+window's logit and the lexical coverage, ``rag.gate.support_model.calibrated``) -> the threshold
 (the highest support, as the verifier computes it, keeping 0.80 of the supported dev pairs) ->
-``model/adapter.safetensors`` and ``manifest.json``; copy ``model`` to ``rag/check/weights/support-minilm``.
+``model/adapter.safetensors`` and ``manifest.json``; copy ``model`` to ``rag/gate/weights/support-minilm``.
 """
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def _best_per_pair(logits: np.ndarray, owner: np.ndarray, pairs: int) -> np.ndar
 def train_support(paths: Paths, out: Path, config: SupportConfig, fit_config: FitConfig) -> Path:
     """Run every step; return the model folder."""
     from indexes.dense.embedder import MiniLmEmbedder
-    from rag.check.support_model import ADAPTER_FILE, MANIFEST_FILE
+    from rag.rerank.adapter import ADAPTER_FILE, MANIFEST_FILE
     from rag.rerank.trained import SHIPPED_MODEL, read_manifest
 
     started = time.perf_counter()
@@ -317,8 +317,8 @@ def _support_model(
 
 
 def _windows_cache(tokenizer: PairTokenizer, window_tokens: int) -> Callable[[str], list[str]]:
-    """A passage's windows (``rag.check.support_model.passage_windows``), each passage cut once."""
-    from rag.check.support_model import passage_windows
+    """A passage's windows (``rag.gate.support_model.passage_windows``), each passage cut once."""
+    from rag.gate.support_model import passage_windows
 
     cache: dict[str, list[str]] = {}
 
@@ -394,9 +394,9 @@ class _Calibration:
 
 def _calibrate(pairs: list[SupportPair], logits: np.ndarray, labels: np.ndarray) -> _Calibration:
     """The calibration fitted on dev, the threshold chosen there, and the dev metrics."""
-    from rag.check.support_model import FEATURES, calibrated
-    from rag.check.support_signals import lexical_coverage
-    from rag.check.verify import CHECK_PENALTY, rule_checks
+    from rag.gate.support_model import FEATURES, calibrated
+    from rag.gate.support_signals import lexical_coverage
+    from rag.gate.verify import CHECK_PENALTY, rule_checks
 
     lexical = np.array([lexical_coverage(p.claim, p.passage) for p in pairs])
     weights, bias = fit_logistic(np.column_stack([logits, lexical]), labels)
@@ -431,7 +431,7 @@ def _manifest(
     started: float,
 ) -> dict[str, Any]:
     torch = require("torch", package="torch", extra="dense")
-    from rag.check.support_model import FORMAT
+    from rag.gate.support_model import FORMAT
 
     metrics = {**fitted.metrics, "training": state}
     return {

@@ -4,7 +4,7 @@ The latest user turn is the question; the turn before it shapes the search (foll
 client's system messages are not passed to the model (medcite's own instructions govern
 citation and abstention). Every request takes a generation slot first (429 when the queue is
 full). Content streams a sentence at a time: ``Pipeline.stream`` lets a sentence out only once
-the support gate has verified it (``rag/check/gate.py``), so an unsupported sentence never
+the support gate has verified it (``rag/gate/gate.py``), so an unsupported sentence never
 reaches a client as ``content``, and the pieces add up to the final ``medcite.text``. A stream
 starts only once its first piece exists (a verified sentence or the abstention), so failures
 before it (unknown model, bad query, generator down, a timeout in the first sentence) get their
@@ -79,7 +79,7 @@ def split_turns(messages: list[ChatMessageIn], limits: ApiSettings) -> tuple[str
 
 
 def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSettings) -> dict[str, Any]:
-    """The request's changes to the pipeline's settings: token budget, temperature, stop sequences."""
+    """The request's changes to the pipeline (``Pipeline.for_request``): token budget, temperature, stop."""
     max_tokens = body.max_completion_tokens or body.max_tokens or default_tokens
     if max_tokens > limits.max_tokens:
         field = "max_completion_tokens" if body.max_completion_tokens else "max_tokens"
@@ -104,8 +104,8 @@ def generation_limits(body: ChatRequest, default_tokens: int, limits: ApiSetting
 async def chat_completions(body: ChatRequest, request: Request, state: StateDep) -> Response:
     served = state.get(body.model)
     question, history = split_turns(body.messages, state.settings)
-    changes = generation_limits(body, served.assembled.pipeline.settings.max_tokens, state.settings)
-    pipeline = served.assembled.pipeline.with_settings(**changes)
+    changes = generation_limits(body, served.assembled.pipeline.profile.generator.max_tokens, state.settings)
+    pipeline = served.assembled.pipeline.for_request(**changes)
     filters = body.filters.to_filters() if body.filters else Filters()
     if state.settings.log_questions:
         log.info("request %s question: %s", request_id_of(request), question)

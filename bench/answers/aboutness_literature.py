@@ -1,6 +1,6 @@
 """How often is a gold BioASQ snippet "about" its own question, by the aboutness check's rule?
 
-The aboutness check (``rag/check/aboutness.py``) keeps a passage only if it contains every
+The aboutness check (``rag/reading/aboutness.py``) keeps a passage only if it contains every
 key term of the question. Its generic words were chosen on clinical guideline questions; on
 research questions ("Is levosimendan effective for ALS?", "What is the mechanism of action of
 X?") the framing words ("effective", "mechanism", "action") were taken as subject words, so the
@@ -35,7 +35,7 @@ from core.types import Chunk
 from corpora.sources.base import iter_jsonl
 from evals.datasets import FREE_TEXT_LOADERS
 from evals.datasets.bioasq import bioasq_rows
-from rag.check import aboutness
+from rag.reading import aboutness
 
 DEV = ("Task7B", "Task8B", "Task9B", "Task10B")
 TEST = ("Task11B",)
@@ -47,18 +47,30 @@ ABSTENTION_SETS = (
 )
 
 
+# where the aboutness module's neighbours of earlier revisions live now
+MOVED = {
+    "rag.check.terms": "rag.reading.terms",
+    "rag.check.conditions": "rag.reading.conditions",
+    "rag.check.abbreviations": "rag.reading.abbreviations",
+}
+
+
 def rule_at(rev: str) -> types.ModuleType:
     """The aboutness module as committed at ``rev``, loaded as a separate module. Before issue 31
-    it was ``rag/generate/aboutness.py`` and imported its neighbours from ``rag.generate``; they
-    live in ``rag.check`` now."""
-    for path in ("rag/check/aboutness.py", "rag/generate/aboutness.py"):
+    it was ``rag/generate/aboutness.py`` and imported its neighbours from ``rag.generate``, then
+    ``rag/check/aboutness.py``; they live in ``rag.reading`` now."""
+    for path in ("rag/reading/aboutness.py", "rag/check/aboutness.py", "rag/generate/aboutness.py"):
         shown = subprocess.run(["git", "show", f"{rev}:{path}"], capture_output=True, text=True)
         if shown.returncode == 0:
             break
     else:
         raise SystemExit(f"no aboutness module at {rev}")
-    source = shown.stdout.replace("from rag.generate.dose_scope", "from rag.check.conditions")
-    source = source.replace("from rag.check.dose_scope", "from rag.check.conditions")
+    source = shown.stdout.replace("from rag.generate.dose_scope", "from rag.reading.conditions")
+    source = source.replace("from rag.check.dose_scope", "from rag.reading.conditions")
+    for old, new in MOVED.items():
+        source = source.replace(f"from {old} ", f"from {new} ")
+    # the gate's rules became [verify] settings; this bench reads the rule functions only
+    source = source.replace("from rag.check.rules import GateRules", "GateRules = dict")
     module = types.ModuleType(f"aboutness_{rev}")
     module.__file__ = str(Path(path).resolve())  # it finds its weights beside itself
     sys.modules[module.__name__] = module  # dataclasses look their module up

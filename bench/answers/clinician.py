@@ -12,14 +12,14 @@ with the profile (default: ``default``), its generations cached in
 a rerun, or a gate ablation over the same evidence, generates nothing again). Each answer is
 scored by ``clinician.outcome``; the summary gives, per kind of question, the count and Wilson
 95% interval of each outcome. ``--about``, ``--min-about``, ``--threshold``, ``--keep`` and
-``--off RULE`` change one setting for ablations; the file records what was run. Questions are
+``--off CHECK`` change one setting for ablations; the file records what was run. Questions are
 asked in a seeded random order (``--limit N``: the first N of it, a random sample).
 
-``--ablate RUN.json`` asks the questions of an earlier run again with each gate check of
-``rag/check/rules.py`` turned off in turn, in one process: retrieval and reranking are done once
-per question and shared, generations come from the cache (a check that stopped generation
-before may now let the model answer: that generation is made once). The table counts, per
-variant, the outcomes against the run with every check on.
+``--ablate RUN.json`` asks the questions of an earlier run again with each check of
+``[verify] off`` (``rag/profile.py:CHECKS``) turned off in turn, in one process: retrieval and
+reranking are done once per question and shared, generations come from the cache (a check
+that stopped generation before may now let the model answer: that generation is made once).
+The table counts, per variant, the outcomes against the run with every check on.
 """
 
 from __future__ import annotations
@@ -51,9 +51,8 @@ from evals.engine.generation_cache import CachingGenerator
 from evals.metrics.choice import wilson_interval
 from evals.metrics.stats import mcnemar_exact
 from rag.assemble import assemble, make_generator
-from rag.check.rules import SWITCHES, GateRules
 from rag.pipeline import Pipeline
-from rag.profile import Profile, load_profile
+from rag.profile import CHECKS, Profile, load_profile, with_changes
 from training.aboutness import answering
 
 GOOD = {"answerable": "correct", "near": "abstained", "far": "abstained"}
@@ -65,21 +64,26 @@ def default_cache(paths: Paths) -> Path:
 
 
 def settings_of(args: argparse.Namespace, profile: Profile) -> dict[str, Any]:
-    """The pipeline settings this run changes from the profile's, by name."""
-    rules = GateRules(
-        terms=args.about or profile.verify.about,
-        min_about=profile.verify.min_about if args.min_about is None else args.min_about,
-        min_answer=profile.verify.min_answer if args.min_answer is None else args.min_answer,
-        uncited=args.uncited or profile.verify.uncited,
-    ).without(*args.off)
-    changes: dict[str, Any] = {"gate_rules": rules}
-    if args.threshold is not None:
-        changes["threshold"] = args.threshold
-    if args.keep is not None:
-        changes["keep"] = args.keep
+    """The profile settings this run changes, section by section (``rag.profile.with_changes``)."""
+    verify = {
+        "about": args.about or profile.verify.about,
+        "min_about": profile.verify.min_about if args.min_about is None else args.min_about,
+        "uncited": args.uncited or profile.verify.uncited,
+        "off": sorted({*profile.verify.off, *args.off}),
+    }
+    rerank = {"threshold": args.threshold, "keep": args.keep}
+    changes: dict[str, Any] = {"verify": verify, "rerank": {k: v for k, v in rerank.items() if v is not None}}
     if args.no_quotes:
-        changes["quote_threshold"] = None
+        changes["quote"] = {"threshold": None}
     return changes
+
+
+def unquoted_run(settings: dict[str, Any]) -> bool:
+    """Whether a run's recorded settings turned quoting off (``--no-quotes``; older runs wrote
+    ``quote_threshold``)."""
+    return (
+        settings.get("quote_threshold") == "None" or (settings.get("quote") or {}).get("threshold", 0) is None
+    )
 
 
 def answer_or_replay(
@@ -132,7 +136,7 @@ def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[s
         "question": item.question,
         "mode": answer.mode,
         "outcome": result,
-        "shown": answer.outcome,  # answer / closest_lines / nothing_relevant (rag/outcomes.py)
+        "shown": answer.outcome,  # answer / closest_lines / nothing_relevant (rag/answer/outcomes.py)
         "closest": closest_record(item, answer),
         "key_in_kept": item.answerable and any(answering(item, h.chunk) for h in answer.evidence),
         "sibling": sibling,
@@ -148,6 +152,7 @@ def scored_record(item: ClinicianItem, answer: Answer, seconds: float) -> dict[s
                 "support": round(s.support, 4),
                 "status": s.status,
                 "reasons": list(s.reasons),
+                "probability": s.probability,
             }
             for s in answer.sentences
         ],
@@ -251,11 +256,9 @@ def with_support(pipeline: Pipeline, threshold: float | None) -> Pipeline:
     """``pipeline`` with its verifier's support threshold set to ``threshold`` (None: as it is)."""
     if threshold is None or pipeline.verifier is None:
         return pipeline
-    variant = pipeline.with_settings()
     verifier = copy.copy(pipeline.verifier)
     verifier.threshold = threshold
-    variant.verifier = verifier
-    return variant
+    return pipeline.with_profile(pipeline.profile, verifier=verifier)
 
 
 def variants(
@@ -287,11 +290,14 @@ def variants(
     return table
 
 
-def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem], base: GateRules) -> dict[str, Any]:
-    """Each check of ``SWITCHES`` off in turn (and all on), on the same items and shared evidence."""
-    named = {"none": pipeline.with_settings(gate_rules=base)}
+def ablate(pipeline: Pipeline, items: Sequence[ClinicianItem]) -> dict[str, Any]:
+    """Each check of ``CHECKS`` off in turn (and all on), on the same items and shared evidence."""
+    off = pipeline.profile.verify.off
+    named = {"none": pipeline}
     named |= {
-        f"{name} off": pipeline.with_settings(gate_rules=base.without(name)) for name in sorted(SWITCHES)
+        f"{name} off": pipeline.with_changes({"verify": {"off": [*off, name]}})
+        for name in sorted(CHECKS)
+        if name not in off
     }
     return variants(pipeline, items, named)
 
@@ -408,9 +414,6 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", default="default")
     parser.add_argument("--about", choices=("judged", "every", "off"), default=None)
     parser.add_argument("--min-about", type=float, default=None)
-    parser.add_argument(
-        "--min-answer", type=float, default=None, help="the 'answers' check's relevance threshold"
-    )
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--keep", type=int, default=None)
     parser.add_argument("--no-quotes", action="store_true", help="never answer by quoting ([quote] off)")
@@ -431,7 +434,7 @@ def parser() -> argparse.ArgumentParser:
         help="support thresholds, each on the same questions (with --ablate RUN: RUN's)",
     )
     parser.add_argument(
-        "--off", action="append", default=[], choices=sorted(SWITCHES), help="turn one gate check off"
+        "--off", action="append", default=[], choices=sorted(CHECKS), help="turn one gate check off"
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions (a smoke run)")
     parser.add_argument(
@@ -478,13 +481,9 @@ def run(args: argparse.Namespace) -> None:
     generator = CachingGenerator(make_generator(profile.generator, paths), args.cache or default_cache(paths))
     assembled = assemble(profile, paths, generator=generator)
     changes = settings_of(args, profile)
-    pipeline = with_support(assembled.pipeline.with_settings(**changes), args.support)
+    pipeline = with_support(assembled.pipeline.with_profile(with_changes(profile, changes)), args.support)
     if args.sweep or args.ablate:
-        table = (
-            sweep(pipeline, items, args.sweep)
-            if args.sweep
-            else ablate(pipeline, items, changes["gate_rules"])
-        )
+        table = sweep(pipeline, items, args.sweep) if args.sweep else ablate(pipeline, items)
         ablated_from = str(args.ablate) if args.ablate else None
         write(args.out, json.dumps({"part": args.part, "from": ablated_from, "table": table}, indent=1))
         return
@@ -495,7 +494,7 @@ def run(args: argparse.Namespace) -> None:
     unquoted = None
     if args.unquoted_from:
         earlier = json.loads(args.unquoted_from.read_text(encoding="utf-8"))
-        if earlier["settings"].get("quote_threshold") != "None" or earlier["part"] != args.part:
+        if not unquoted_run(earlier["settings"]) or earlier["part"] != args.part:
             raise SystemExit(f"{args.unquoted_from} is not a --no-quotes run of the {args.part} part")
         unquoted = {r["question"]: r for r in earlier["records"]}
     records = ask(pipeline, items, log, unquoted)
@@ -505,7 +504,7 @@ def run(args: argparse.Namespace) -> None:
         "quote": profile.quote.model_dump(),  # what the quote path ran with
         "questions_sha256": file_sha256(questions) if questions else file_sha256(),
         "frozen_sha256": FROZEN_SHA256,
-        "settings": {k: repr(v) for k, v in changes.items()},
+        "settings": changes,
         "generations": {"cached": generator.hits, "generated": generator.misses},
         "unquoted_from": str(args.unquoted_from) if args.unquoted_from else None,
         "summary": summary(records),

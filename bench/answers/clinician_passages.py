@@ -29,13 +29,13 @@ from core.paths import Paths
 from core.types import Chunk
 from evals.datasets.clinician import ClinicianItem, load_clinician
 from rag.assemble import assemble
-from rag.check.aboutness import Question
-from rag.check.rules import GateRules
 from rag.indexing import corpus_vocabulary
-from rag.profile import load_profile
+from rag.profile import VerifyConfig, load_profile
+from rag.reading.aboutness import missing
+from rag.reading.question import ReadQuestion
 from training.aboutness import answering, scored_candidates
 
-Judge = Callable[[Question, Chunk, float], bool]
+Judge = Callable[[ReadQuestion, Chunk, float], bool]
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.49, 0.6, 0.7)
 KEEPS = (2, 3, 4, 6, 8)
 
@@ -45,7 +45,7 @@ def tally(
     candidates: dict[str, Any],
     chunk_of: Callable[[str], Chunk],
     judge: Judge,
-    read: Callable[[str], Question],
+    read: Callable[[str], ReadQuestion],
     threshold: float,
     keep: int,
 ) -> dict[str, Any]:
@@ -78,14 +78,14 @@ def main() -> None:
     assembled = assemble(profile, paths)
     chunks = assembled.index.chunks
     vocabulary = corpus_vocabulary(paths, assembled.index)
-    judgements: dict[str, tuple[GateRules, Judge]] = {}
-    for name, rules in variants().items():
-        judgements[name] = (rules, lambda q, c, p: not q.missing(c, p))
     grid = []
-    for name, (rules, judge) in judgements.items():
+    for name, verify in variants(profile.verify).items():
 
-        def read(text: str, rules: GateRules = rules) -> Question:
-            return Question.read(text, vocabulary, rules)
+        def judge(q: ReadQuestion, c: Chunk, p: float, verify: VerifyConfig = verify) -> bool:
+            return not missing(q, c, verify, p)
+
+        def read(text: str) -> ReadQuestion:
+            return ReadQuestion.read(text, lambda: vocabulary)
 
         for threshold in THRESHOLDS:
             for keep in KEEPS:
@@ -103,10 +103,14 @@ def main() -> None:
         args.out.write_text(json.dumps({"part": args.part, "grid": grid}, indent=1))
 
 
-def variants() -> dict[str, GateRules]:
+def variants(verify: VerifyConfig) -> dict[str, VerifyConfig]:
+    """The aboutness judgements compared: every key term, and the judged rule at five thresholds."""
     return {
-        "every-term": GateRules(terms="every"),
-        **{f"judged>={t}": GateRules(terms="judged", min_about=t) for t in (0.3, 0.45, 0.55, 0.65, 0.8)},
+        "every-term": verify.model_copy(update={"about": "every"}),
+        **{
+            f"judged>={t}": verify.model_copy(update={"about": "judged", "min_about": t})
+            for t in (0.3, 0.45, 0.55, 0.65, 0.8)
+        },
     }
 
 

@@ -2,7 +2,7 @@
 
     medcite bench closest-pool --out docs/results/clinician/closest_pool_dev.json
 
-When no line is confirmed, medcite shows the closest lines (``rag/outcomes.py``). They come
+When no line is confirmed, medcite shows the closest lines (``rag/answer/outcomes.py``). They come
 from a pool of passages: the kept ones (evidence threshold and ``keep``), or the ``n`` most
 relevant candidates from a lower floor. For each pool of a grid, for the answerable dev
 questions that keep at least one passage (the others are told "nothing relevant"), this counts
@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.datasets.clinician import key_fact_given
-from rag.check.quotes import closest_lines, quote_text, sentences
-from rag.pipeline import PipelineSettings
+from rag.reading.lines import line_words
+from rag.reading.question import ReadQuestion
+from rag.reading.quote_model import closest_lines, score_lines
 from training.aboutness import answering
 from training.quotes import cross_validated_models, dev_rows, kept_hits
 
@@ -33,7 +34,7 @@ def measure(
 ) -> dict[str, Any]:
     """Key fact in the first / best three closest lines, and the answering passage in the pool;
     ``kept``: the sentences of each question's kept passages, already read (the first pool)."""
-    rules = PipelineSettings.from_profile(dev.profile).gate_rules
+    verify = dev.profile.verify
     scorer = dev.assembled.pipeline.reranker
     gate = dev.profile.rerank.threshold or 0.0
     counts = {"questions": 0, "in_pool": 0, "first": 0, "three": 0}
@@ -44,10 +45,10 @@ def measure(
         found = (
             kept[item.qid]
             if kept is not None
-            else sentences(item.question, hits, scorer, dev.vocabulary, rules)
+            else score_lines(ReadQuestion.read(item.question, lambda: dev.vocabulary), hits, scorer, verify)
         )
         lines = closest_lines(found, models[item.qid][2], 3)
-        texts = [quote_text(q) for q in lines]
+        texts = [line_words(q) for q in lines]
         counts["questions"] += 1
         counts["in_pool"] += any(answering(item, h.chunk) for h in hits)
         counts["first"] += bool(texts) and key_fact_given(item, texts[0])

@@ -6,7 +6,7 @@
 clinician questions of the dev part and 70 lines of dev-part guidelines (with their headings and
 lead-in or table header), each with the patient conditions a reader should see (value bands,
 ages, sexes, pregnancy, drugs, route / vessel / circulation / episode / setting / type). Per
-field, precision and recall of ``rag.check.conditions`` over all texts. A value counts when its
+field, precision and recall of ``rag.reading.conditions`` over all texts. A value counts when its
 bounds match (a question's point, or a line's range or threshold); its measure is scored apart.
 With ``quantulum3`` installed (the ``bench`` extra), the same value recall for it: it reads a
 range as its mean and drops comparators, which is why the reader has its own grammar.
@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rag.check.conditions import Conditions, LineContext, drugs, line_conditions, merge, question_conditions
+from rag.reading.conditions import Conditions, LineContext, drugs, line_conditions, merge, question_conditions
 
 LABELS = Path(__file__).resolve().parents[2] / "evals" / "datasets" / "condition_labels.jsonl"
 

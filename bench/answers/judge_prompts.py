@@ -25,9 +25,9 @@ from typing import Any
 from core.paths import Paths
 from core.types import Chunk, Message
 from evals.datasets.clinician import ClinicianItem, load_clinician
-from rag.check.answer_judge import SYSTEM, judge_messages, judge_passage
-from rag.check.support_signals import plain
-from rag.check.verify import rule_checks
+from rag.gate.answer_judge import SYSTEM, judge_messages, judge_passage
+from rag.gate.verify import rule_checks
+from rag.reading.plain_text import plain
 
 
 def three_turn_messages(question: str, claim: str, chunk: Chunk) -> list[Message]:
@@ -46,7 +46,7 @@ def three_turn_messages(question: str, claim: str, chunk: Chunk) -> list[Message
 
 
 PROMPTS: dict[str, Callable[[str, str, Chunk], list[Message]]] = {
-    "one_turn": judge_messages,  # the product's (rag/check/answer_judge.py)
+    "one_turn": judge_messages,  # the product's (rag/gate/answer_judge.py)
     "three_turn": three_turn_messages,
 }
 

@@ -118,6 +118,39 @@ def floors(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def best_line(record: dict[str, Any]) -> tuple[float | None, bool]:
+    """The probability of the best line a question was shown (its answer's first, or its first
+    closest line) and whether that line, taken as the answer, would be right."""
+    lines = [x for x in record.get("sentences", ()) if x.get("probability") is not None]
+    if record["shown"] == "answer" and lines:
+        return float(lines[0]["probability"]), record["outcome"] in ("correct", "other_source")
+    closest = record.get("closest") or {}
+    right = (
+        record["kind"] == "answerable" and bool(closest.get("key_first")) and not closest.get("sibling_shown")
+    )
+    return closest.get("best_p"), right
+
+
+def risk_coverage(records: Sequence[dict[str, Any]], step: float = 0.05) -> list[dict[str, Any]]:
+    """Per threshold on the best line's probability, the run replayed as if that were the answer
+    threshold (the best line shown as the answer): the share answered and the share of those
+    right. Lines under the run's own threshold are shown as closest lines in the run, so the
+    replay reads their key fact from the first closest line."""
+    best = [best_line(r) for r in records]
+    rows = []
+    for t in [round(x * step, 4) for x in range(int(1 / step) + 1)]:
+        answered = [right for p, right in best if p is not None and p >= t]
+        rows.append(
+            {
+                "threshold": t,
+                "answered": len(answered),
+                "coverage": round(len(answered) / len(records), 4),
+                "right_among_answered": round(sum(answered) / len(answered), 4) if answered else None,
+            }
+        )
+    return rows
+
+
 def paired_changes(base: Sequence[dict[str, Any]], other: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Per question, what ``other`` (a run of the same questions under another setting) told
     differently from ``base``: the outcome shown, the text, the evidence kept."""
@@ -157,6 +190,7 @@ def main() -> None:
     result["seconds"] = seconds(records)
     if args.floors:
         result["floors"] = floors(records)
+    result["risk_coverage"] = risk_coverage(records)
     if args.against is not None:
         result["against"] = {"run": str(args.against), **paired_changes(records, _records(args.against)[1])}
     text = json.dumps(result, indent=2)

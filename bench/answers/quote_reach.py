@@ -2,7 +2,7 @@
 
     medcite bench quote-reach --out docs/results/eval/quote_reach.json
 
-The quote path (``rag/check/quotes.py``, profile ``[quote]``) answers before generation, so on
+The quote path (``rag/reading/quote_model.py``, profile ``[quote]``) answers before generation, so on
 the answerable/unanswerable and near-miss sets (test parts) it can only change a question's
 outcome where it fires. For each question this asks the profile's pipeline for its evidence and
 its quoted answer, and counts: unanswerable questions given a quoted answer (each one an

@@ -8,7 +8,7 @@ first stage fetches 30 candidates; the rank of the first one that answers
 profile's hybrid (RRF); nomic-embed-text-v1.5 by exact cosine and RRF of the three (on the open-
 medicine guideline chunks only when embedding the whole index would take over 25 minutes);
 hybrid with the corpus's own abbreviations expanded; BM25 with stemmed words
-(``rag.check.terms.stem``); hybrid after ``rewrite`` and ``hyde`` reformulation by the local
+(``rag.reading.terms.stem``); hybrid after ``rewrite`` and ``hyde`` reformulation by the local
 generator (on the first 80 answerable questions, by default, shuffled with seed 31; hybrid on the same).
 
 After the reranker (the default profile's cached P(relevant) of the hybrid's 30 candidates,
@@ -42,8 +42,8 @@ from evals.datasets.clinician import ClinicianItem, load_clinician
 from indexes import text
 from indexes.bm25 import Bm25sIndex
 from indexes.store import LoadedIndex
-from rag.check.terms import Vocabulary, stem
 from rag.protocols import Retriever
+from rag.reading.terms import Vocabulary, stem
 from rag.retrieve.hybrid import HybridRetriever
 from rag.retrieve.lexical import Bm25Retriever
 from rag.retrieve.query import clean_query
@@ -62,10 +62,10 @@ QUERY_PREFIX, DOCUMENT_PREFIX = "search_query: ", "search_document: "
 Search = Callable[[str], list[Hit]]
 NOTES = (
     "The BM25 tokenizer (indexes/text.py) does not stem. bm25-stemmed: BM25 with the index's k1, b and "
-    "method over rag.check.terms.stem tokens of each chunk's indexed text and of the question; "
+    "method over rag.reading.terms.stem tokens of each chunk's indexed text and of the question; "
     "bm25-stem-query: the question stemmed, the index as built; hybrid-stemmed: RRF of bm25-stemmed "
     "and dense-minilm.",
-    "hybrid+abbrev: the long forms of the abbreviations the corpus defines (rag/check/abbreviations.py, "
+    "hybrid+abbrev: the long forms of the abbreviations the corpus defines (rag/reading/abbreviations.py, "
     "through the corpus vocabulary) that the question writes in capitals or with a digit, appended in "
     "parentheses; both-ways also appends the short form of a long form the question spells out.",
     "corpus 'guidelines': retrieval filtered before ranking to the open-medicine chunks (BM25 idf still "
@@ -320,7 +320,7 @@ def reformulations(
     generated through ``Pipeline._reformulate`` (saved every 25 questions)."""
     stored: dict[str, dict[str, dict[str, Any]]] = json.loads(cache.read_text()) if cache.is_file() else {}
     table = stored.setdefault(mode, {})
-    reformulating = pipeline.with_settings(reformulation=mode)
+    reformulating = pipeline.with_changes({"reformulation": {"kind": mode}})
     todo = [it for it in items if it.question not in table]
     for n, item in enumerate(todo, start=1):
         start = time.perf_counter()

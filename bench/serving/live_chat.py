@@ -29,8 +29,8 @@ from bench.serving.scripted import ScriptedGenerator, ScriptedVerifier
 from core.paths import Paths
 from rag.assemble import Assembled
 from rag.indexing import build_from_cli, open_index
-from rag.pipeline import Pipeline, PipelineSettings
-from rag.profile import Profile
+from rag.pipeline import Pipeline
+from rag.profile import Profile, with_changes
 from rag.rerank.identity import IdentityReranker
 from rag.retrieve.lexical import Bm25Retriever
 
@@ -72,13 +72,16 @@ def scripted_assembler(paths: Paths, generator: ScriptedGenerator, verifier: Scr
 
     def assemble(profile: Profile) -> Assembled:
         index, _ = open_index(paths, profile.index, with_embedder=False)
-        settings = PipelineSettings(threshold=None, keep=3, max_tokens=profile.generator.max_tokens)
+        # every passage kept, nothing quoted: the identity reranker has no relevance model
+        scripted = with_changes(
+            profile, {"rerank": {"threshold": None, "keep": 3}, "quote": {"threshold": None}}
+        )
         pipeline = Pipeline(
             RecordingRetriever(index),
             IdentityReranker(),
             generator,
             verifier=verifier or ScriptedVerifier(),
-            settings=settings,
+            profile=scripted,
         )
         return Assembled(pipeline=pipeline, index=index, profile=profile)
 

@@ -1,33 +1,23 @@
 """Clinician questions about the default corpus (``clinician-default``): the answer-rate benchmark.
 
 Questions as clinicians ask them about the guideline summaries and HPO disease references of
-the default index (issue 31), written by reading the summaries, never from the chain's output:
-abbreviations and their expansions in both directions, synonyms, lay words, numbers in words,
-words the passage does not repeat. ``clinician_questions.jsonl`` beside this module holds them:
+the default index, written by reading the summaries, never from the chain's output (how:
+``docs/clinician_benchmark.md``). Each row is ``answerable`` (the answering passage's
+``chunk_id``, its ``guideline`` or HPO document, the verbatim ``quote`` and ``key_fact``, a
+regular expression a correct answer must match), ``near`` (unanswerable though its drug or
+disease is in the corpus; ``checked``: the words searched for) or ``far`` (off the corpus).
 
-- ``answerable``: the passage that answers (``chunk_id`` in the default index, its ``guideline``
-  folder or HPO document, the verbatim ``quote``) and ``key_fact``, a regular expression a
-  correct answer must match (a dose with its unit, a drug, a threshold, a time);
-- ``near``: unanswerable, though the drug or disease is in the corpus: the population,
-  indication, dose or interval asked is in no summary (``checked``: the words searched for);
-- ``far``: unanswerable, on a topic no summary covers.
-
-The file was frozen before anything was tuned on it: :data:`FROZEN_SHA256` is its hash, and a
-test fails when the file changes. Parts are split by source: a guideline folder (or an HPO
-disease) is wholly in ``dev`` or wholly in ``test`` (:func:`part_of`); tune on ``dev`` only.
-How an answer is scored is :func:`outcome`.
-
-``test-2`` (``clinician_test2.jsonl``, :data:`TEST2_SHA256`, issue 46) is a fresh test part over
-the same test folders, written after the first was spent by nine candidates: at least half of
-its answerable questions state a patient condition that selects one of several sibling lines
-(``siblings``, verbatim), and ``sibling_fact`` matches the siblings and not the answer, so a
-shown sibling counts as a wrong answer even beside the right line. ``test-3``
-(``clinician_test3.jsonl``, :data:`TEST3_SHA256`, issue 55) is the next, frozen before the line
-reader was trained, with ``also_lines``: other lines of the guideline that answer as well.
-
-The training set (``clinician_train/``, one file per dev-part folder, :data:`TRAIN_SHA256` over
-them; :func:`load_training`) was written the same way from the dev-part folders only, for the
-line reader (``training/reader.py``); it is never scored as a benchmark.
+Files, each frozen (hashed, a test fails when it changes) before anything was tuned on it:
+``clinician_questions.jsonl`` (issue 31, :data:`FROZEN_SHA256`; parts split by source: a
+guideline folder or HPO disease is wholly ``dev`` or ``test``, :func:`part_of`; tune on ``dev``),
+``clinician_test2.jsonl`` (issue 46, :data:`TEST2_SHA256`) and ``clinician_test3.jsonl`` (issue
+55, :data:`TEST3_SHA256`: frozen before the line reader was trained), fresh test parts over the
+test folders whose answerable questions mostly state a patient condition selecting one of
+several sibling lines (``siblings`` verbatim; ``sibling_fact`` matches them and not the answer,
+so a shown sibling makes an answer wrong; test-3 adds ``also_lines``, lines that answer as well).
+The training set (``clinician_train/``, one file per dev-part folder, :data:`TRAIN_SHA256`;
+:func:`load_training`) was written the same way for the line reader and is never scored as a
+benchmark. How an answer is scored is :func:`outcome`.
 """
 
 from __future__ import annotations

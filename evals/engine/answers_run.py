@@ -18,11 +18,10 @@ from core.errors import MedciteError
 from core.paths import Paths
 from evals.engine.conditions import ConditionStats, not_done, run_condition
 from evals.engine.config import EvalConfig, condition_profile
-from evals.engine.engine_ray import RayPool, Task, fan_out
+from evals.engine.engine_ray import EvalRun, Task, fan_out
 from evals.engine.generation_cache import CachingGenerator
 from evals.engine.judge.answer_quality import AnswerItem, evaluate_answers
 from evals.engine.judge.cache import default_judge_cache_path
-from evals.engine.rundir import RunDir
 from evals.metrics.choice import wilson_interval
 from evals.records import ItemRecord
 from rag.assemble import assemble
@@ -94,17 +93,16 @@ def cited_sentence_counts(answer: Any) -> dict[str, int]:
     }
 
 
-def run_answers(
-    config: EvalConfig,
-    paths: Paths,
-    run: RunDir,
-    generator: CachingGenerator,
-    items: dict[str, list[Any]],
-    summary: Any,
-    progress: bool,
-    pool: RayPool | None = None,
-) -> None:
-    """Every free-text set under each of its RAG cells; with a Ray ``pool``, on its workers."""
+def run_answers(parts: EvalRun, items: dict[str, list[Any]]) -> None:
+    """Every free-text set under each of its RAG cells; with a Ray pool, on its workers."""
+    config, paths, run, generator, summary, pool = (
+        parts.config,
+        parts.paths,
+        parts.run,
+        parts.generator,
+        parts.summary,
+        parts.pool,
+    )
     done = run.done_keys()
     tasks: list[Task] = []
     base = load_profile(config.profile)
@@ -135,10 +133,10 @@ def run_answers(
                 generator=generator,
                 failed=lambda r: r.error is not None,
                 desc=f"{ds} {name}",
-                progress=progress,
+                progress=parts.progress,
             )
     if tasks and pool is not None:
-        fan_out(pool, tasks, run, summary.conditions, progress)
+        fan_out(pool, tasks, run, summary.conditions, parts.progress)
 
 
 def answer_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:

@@ -524,3 +524,18 @@ def ray_pool(
         pool = RayPool(ray, engine, config, paths, model, generator)
         with closing(pool):
             yield pool
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """What every part of one eval run reads: its config, where data lives, its run folder, the
+    model behind the run's cache, the summary it fills, whether to show progress, and the Ray
+    pool answering its items (None: this process)."""
+
+    config: EvalConfig
+    paths: Paths
+    run: RunDir
+    generator: CachingGenerator
+    summary: Any
+    progress: bool
+    pool: RayPool | None = None

@@ -22,15 +22,15 @@ from core.errors import ConfigError, MedciteError
 from core.paths import Paths
 from evals.engine.conditions import ConditionStats, not_done, run_condition
 from evals.engine.config import AnswerSetConfig, EvalConfig, McqSet, condition_profile
-from evals.engine.engine_ray import RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
+from evals.engine.engine_ray import EvalRun, RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
 from evals.engine.generation_cache import CachingGenerator
 from evals.engine.rundir import RunDir
 from evals.records import ItemRecord
 from rag.assemble import assemble, make_generator
 from rag.choice import choose_option
-from rag.pipeline import Clock
 from rag.profile import Profile, load_profile
 from rag.protocols import Generator
+from rag.turn import Clock
 
 if TYPE_CHECKING:
     from evals.datasets import Kind
@@ -121,22 +121,14 @@ def mcq_task_record(
     return _mcq_record(_answerer(model, assembled, task.item), task.dataset, task.item, task.condition)
 
 
-def run_mcq(
-    config: EvalConfig,
-    paths: Paths,
-    run: RunDir,
-    generator: CachingGenerator,
-    items: dict[str, list[Any]],
-    summary: RunSummary,
-    progress: bool,
-    pool: RayPool | None = None,
-) -> None:
+def run_mcq(parts: EvalRun, items: dict[str, list[Any]]) -> None:
     """Dataset by dataset, every condition of the grid: an interrupted run leaves whole paired
     comparisons for the datasets it finished, not one arm of every dataset.
 
     A set's perturbed copies (``medqa~shuffle-options``) run with it, each right after its
     original item: the prompts share their start, which the model's cache then reuses. With a
-    Ray ``pool`` the same items, in the same order, go to its workers as one stream."""
+    Ray pool the same items, in the same order, go to its workers as one stream."""
+    config, run, summary, pool = parts.config, parts.run, parts.summary, parts.pool
     done = run.done_keys()
     tasks: list[Task] = []
     base = load_profile(config.profile)
@@ -150,9 +142,9 @@ def run_mcq(
             if todo and pool is not None:
                 tasks += [Task("mcq", cell, name, dataset, item, mcq_task_record) for dataset, item in todo]
             elif todo:
-                _run_cell(cell, family, todo, base, paths, run, generator, stats, progress)
+                _run_cell(parts, cell, family, todo, base, stats)
     if tasks and pool is not None:
-        fan_out(pool, tasks, run, summary.conditions, progress)
+        fan_out(pool, tasks, run, summary.conditions, parts.progress)
 
 
 def _families(items: dict[str, list[Any]]) -> dict[str, list[tuple[str, Any]]]:
@@ -173,16 +165,15 @@ def _families(items: dict[str, list[Any]]) -> dict[str, list[tuple[str, Any]]]:
 
 
 def _run_cell(
+    parts: EvalRun,
     cell: dict[str, Any],
     ds: str,
     todo: list[tuple[str, Any]],
     base: Profile,
-    paths: Paths,
-    run: RunDir,
-    generator: CachingGenerator,
     stats: ConditionStats,
-    progress: bool,
 ) -> None:
+    paths, run, generator, progress = parts.paths, parts.run, parts.generator, parts.progress
+
     def opened() -> AbstractContextManager[Any]:
         if cell["closed_book"]:
             return nullcontext(None)
@@ -324,12 +315,15 @@ def run_eval(
     try:
         with _pool(engine, config, paths, model, generator, bool(items or answer_items)) as pool:
             try:
-                if items and model is not None:
-                    run_mcq(config, paths, run, model, items, summary, progress, pool)
-                if answer_items and model is not None:
+                parts = (
+                    EvalRun(config, paths, run, model, summary, progress, pool) if model is not None else None
+                )
+                if items and parts is not None:
+                    run_mcq(parts, items)
+                if answer_items and parts is not None:
                     from evals.engine.answers_run import run_answers
 
-                    run_answers(config, paths, run, model, answer_items, summary, progress, pool)
+                    run_answers(parts, answer_items)
             finally:  # a run the pool stopped says so in its manifest too
                 summary.workers_lost = len(pool.lost) if pool is not None else 0
                 summary.workers_restarted = len(pool.restarted) if pool is not None else 0

@@ -1,11 +1,11 @@
 """How far the support verifier can be trusted, measured on the BioASQ support set.
 
-    medcite study verifier --out docs/results/support-verifier [--judge-pairs 300] [--model none]
+    medcite study verifier --out docs/results/support-verifier [--model none]
 
 Scores every pair of ``evals.datasets.support_set`` with the product's ``SupportVerifier``: the heuristic
 (embedding cosine, lexical coverage, number check), the trained support model (``--model``: a
-model folder, default the shipped one; ``none`` skips it) and, on a seeded sample of test pairs
-stratified by kind, the heuristic with the local LLM judge (the ``verify.llm_judge`` option).
+model folder, default the shipped one; ``none`` skips it). (A sample scored with a local LLM
+pair judge, 2026-11-24, is kept in ``report-2026-11-24-judge-sample.md``; the judge is gone.)
 Reports, on the test split (BioASQ 11B): ROC-AUC; precision and recall at the profiles'
 threshold (0.5) and at the threshold chosen on dev for recall 0.80; and per pair kind the share
 of unsupported pairs caught (scored under the threshold). The trained model never saw a test
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import random
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -32,7 +31,7 @@ import numpy as np
 from core.paths import Paths
 from evals.datasets.support_set import KINDS, SupportPair, build_pairs, nearest_by_embedding, read_questions
 from evals.metrics.classification import precision_recall, roc_auc, threshold_for_recall
-from rag.check.verify import PairSupport, SupportVerifier
+from rag.gate.verify import PairSupport, SupportVerifier
 
 PROFILE_THRESHOLD = 0.5
 TARGET_RECALL = 0.80
@@ -47,18 +46,6 @@ def score_all(verifier: SupportVerifier, pairs: Sequence[SupportPair], what: str
     for at in tqdm(range(0, len(pairs), BATCH), desc=what, unit="batch"):
         out.extend(verifier.score_pairs([(p.claim, p.passage) for p in pairs[at : at + BATCH]]))
     return out
-
-
-def judge_sample(pairs: Sequence[SupportPair], size: int, seed: int) -> list[int]:
-    """Indices of ``size`` test pairs, as many of each kind as there are kinds (fewer where short)."""
-    rng = random.Random(seed)
-    by_kind: dict[str, list[int]] = {}
-    for i, p in enumerate(pairs):
-        if p.split == "test":
-            by_kind.setdefault(p.kind, []).append(i)
-    share = max(1, size // max(1, len(by_kind)))
-    picked = [rng.sample(by_kind[kind], min(share, len(by_kind[kind]))) for kind in sorted(by_kind)]
-    return sorted(i for indices in picked for i in indices)
 
 
 def summarise(
@@ -96,13 +83,10 @@ def summarise(
     return out
 
 
-def _row(pair: SupportPair, score: PairSupport, judged: PairSupport | None) -> dict[str, Any]:
+def _row(pair: SupportPair, score: PairSupport) -> dict[str, Any]:
     row: dict[str, Any] = {"qid": pair.qid, "split": pair.split, "kind": pair.kind, "label": pair.label}
     row.update({k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(score).items()})
     row["heuristic"] = round(score.heuristic, 4)
-    if judged is not None:
-        row["judge"] = None if judged.judge is None else round(judged.judge, 4)
-        row["support_with_judge"] = round(judged.support, 4)
     return row
 
 
@@ -184,40 +168,7 @@ def _paired(rows: Sequence[dict[str, Any]], report: dict[str, Any]) -> dict[str,
     )
 
 
-def _with_judge(
-    paths: Paths,
-    embedder: Any,
-    pairs: Sequence[SupportPair],
-    heuristic: Sequence[PairSupport],
-    judge_pairs: int,
-    seed: int,
-    dev_threshold: float,
-) -> tuple[dict[int, PairSupport], dict[str, Any]]:
-    """Rescore a stratified sample of test pairs with the default profile's LLM judge: the judged
-    scores by pair index, and the sample's summaries (heuristic, with judge, judge alone)."""
-    from rag.assemble import make_generator
-    from rag.profile import load_profile
-
-    generator = make_generator(load_profile("default").generator, paths)
-    sample = judge_sample(pairs, judge_pairs, seed)
-    with_judge = score_all(
-        SupportVerifier(embedder, judge=generator),
-        [pairs[i] for i in sample],
-        "verifier (with LLM judge)",
-    )
-    judged = dict(zip(sample, with_judge, strict=True))
-    sampled = [pairs[i] for i in sample]
-    summaries = {
-        "heuristic": summarise(sampled, [heuristic[i].heuristic for i in sample], dev_threshold),
-        "with_judge": summarise(sampled, [s.support for s in with_judge], None),
-        "judge_alone": summarise(sampled, [s.judge or 0.0 for s in with_judge], None),
-    }
-    return judged, summaries
-
-
-def run(
-    paths: Paths, out: Path, *, judge_pairs: int, seed: int, dev_questions: int, model: Path | None
-) -> dict[str, Any]:
+def run(paths: Paths, out: Path, *, seed: int, dev_questions: int, model: Path | None) -> dict[str, Any]:
     from indexes.dense.embedder import MiniLmEmbedder
 
     started = time.perf_counter()
@@ -226,7 +177,7 @@ def run(
     pairs = build_pairs(questions, nearest_by_embedding(embedder.embed), seed=seed)
     trained = None
     if model is not None:
-        from rag.check.support_model import TrainedSupport
+        from rag.gate.support_model import TrainedSupport
 
         trained = TrainedSupport(model)
     what = "verifier (heuristic" + (" and trained model)" if trained else ")")
@@ -242,15 +193,9 @@ def run(
             "adapter_sha256": trained.manifest["adapter_sha256"],
             "threshold": trained.threshold,
         }
-    dev_threshold = report["heuristic"]["dev_threshold_for_recall_0.80"]
-    judged: dict[int, PairSupport] = {}
-    if judge_pairs:
-        judged, report["with_judge_sample"] = _with_judge(
-            paths, embedder, pairs, heuristic, judge_pairs, seed, dev_threshold
-        )
     report["seconds"] = round(time.perf_counter() - started, 1)
     command = (
-        f"medcite study verifier --out {out} --judge-pairs {judge_pairs} --seed {seed}"
+        f"medcite study verifier --out {out} --seed {seed}"
         f" --dev-questions {dev_questions} --model {model or 'none'}"
     )
     report["environment"] = {
@@ -258,8 +203,7 @@ def run(
         "machine": platform.machine(),
         "command": command,
     }
-    scored = enumerate(zip(pairs, heuristic, strict=True))
-    rows = [_row(pair, score, judged.get(i)) for i, (pair, score) in scored]
+    rows = [_row(pair, score) for pair, score in zip(pairs, heuristic, strict=True)]
     if trained is not None:
         report["paired_test"] = _paired(rows, report)
     out.mkdir(parents=True, exist_ok=True)
@@ -290,10 +234,8 @@ def _pr(entry: dict[str, Any]) -> str:
     return f"{entry['precision']:.3f} / {entry['recall']:.3f}"
 
 
-def _by_kind(
-    test: dict[str, Any], verifiers: list[tuple[str, Any]], sample: dict[str, Any] | None
-) -> list[str]:
-    """The per-kind table (and the judge sample's, when there is one)."""
+def _by_kind(test: dict[str, Any], verifiers: list[tuple[str, Any]]) -> list[str]:
+    """The per-kind table."""
     lines = [
         "",
         "The dev threshold is the highest score keeping recall 0.80 on the dev split; the last column "
@@ -312,20 +254,6 @@ def _by_kind(
             at_dev = k.get("accepted_at_dev_threshold", k.get("caught_at_dev_threshold"))
             row += f" {k.get('accepted', k.get('caught')):.3f} | {at_dev:.3f} |"
         lines.append(row)
-    if sample:
-        lines += [
-            "",
-            "Judge sample (heuristic vs heuristic with the LLM judge, at 0.5):",
-            "",
-            "| kind | heuristic | with judge |",
-            "|---|---|---|",
-        ]
-        for kind, h in sample["heuristic"]["by_kind"].items():
-            j = sample["with_judge"]["by_kind"][kind]
-            lines.append(
-                f"| {kind} | {h.get('accepted', h.get('caught')):.3f} | "
-                f"{j.get('accepted', j.get('caught')):.3f} |"
-            )
     return lines
 
 
@@ -366,21 +294,14 @@ def markdown(report: dict[str, Any]) -> str:
             f"intervals, {n} bootstrap resamples of the {questions} questions): " + ", ".join(diffs) + ".",
             "",
         ]
-    sample = report.get("with_judge_sample")
-    if sample:
-        for name in ("heuristic", "with_judge", "judge_alone"):
-            e = sample[name]
-            lines.append(
-                f"| {name.replace('_', ' ')} (judge sample) | {e['pairs']} | {e['roc_auc']:.3f} | "
-                f"{_pr(e['at_profile_threshold'])} | | |"
-            )
-    lines += _by_kind(test, verifiers, sample)
+    lines += _by_kind(test, verifiers)
     lines += ["", f"Run time {report['seconds']:.0f} s on {report['environment']['machine']}.", ""]
     return "\n".join(lines)
 
 
 def _model_arg(value: str | None) -> Path | None:
-    from rag.check.support_model import MANIFEST_FILE, SHIPPED_SUPPORT_MODEL
+    from rag.gate.support_model import SHIPPED_SUPPORT_MODEL
+    from rag.rerank.adapter import MANIFEST_FILE
 
     if value == "none":
         return None
@@ -392,7 +313,6 @@ def _model_arg(value: str | None) -> Path | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/results/support-verifier"))
-    parser.add_argument("--judge-pairs", type=int, default=0, help="test pairs scored with the LLM judge too")
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--dev-questions", type=int, default=300)
     parser.add_argument(
@@ -409,7 +329,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = run(
         Paths.from_env(),
         args.out,
-        judge_pairs=args.judge_pairs,
         seed=args.seed,
         dev_questions=args.dev_questions,
         model=model,

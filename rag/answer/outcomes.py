@@ -1,7 +1,8 @@
 """The three things medcite can say about a question, as ``Answer``s.
 
 - **answer**: a confirmed answer (``mode="rag"``): lines quoted word for word when the quote model
-  is confident one answers, else a generated answer whose sentences passed the support gate;
+  is confident one answers (:func:`lines_reply` with ``confirmed``), else a generated answer
+  whose sentences passed the support gate (``rag/answer/generated.py``);
 - **closest lines** (``mode="abstained"``, with citations): passages about the question were
   found but no line is confirmed; the lines most likely to answer, each cited to its exact span
   with its probability and, when the condition reader finds it stated for another patient, why;
@@ -16,11 +17,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from core.types import Answer, Citation, Hit, SentenceSupport
-from rag.check.conditions import Verdict
-from rag.check.quotes import Quote, shown_text
+from rag.reading.lines import Line, shown_text
+from rag.turn import Turn
 
 ANSWER_LEAD = "The sources say:"
 CLOSEST_LEAD = "medcite could not confirm an answer in the sources. The closest lines:"
@@ -37,135 +38,100 @@ CLOSEST_NOTE = (
 _MARKER_LIKE = re.compile(r"\[(\d+(?:\s*[-,–]\s*\d+)*)\]")
 
 
-def scored(quote: Quote) -> bool:
+def said(answer: Answer) -> Iterator[str | Answer]:
+    """A reply decided before anything was sent: its whole text, then the answer."""
+    yield answer.text
+    yield answer
+
+
+def scored(line: Line) -> bool:
     """Whether a model scored the line (a whole passage nobody scored has probability NaN)."""
-    return not math.isnan(quote.probability)
+    return not math.isnan(line.probability)
 
 
-def line_text(quote: Quote) -> str:
+def line_text(line: Line) -> str:
     """What a quoted or closest line shows: the line as the condition reader read it, markers of
     the source's own made inert; for a whole passage nobody scored (probability NaN), where it
     stands (title and section), not its text, which may hold anything."""
-    if not scored(quote):
-        chunk = quote.hit.chunk
+    if not scored(line):
+        chunk = line.hit.chunk
         return " › ".join(part for part in (chunk.title, *chunk.section[-1:]) if part)
-    return _MARKER_LIKE.sub(r"(\1)", shown_text(quote))
+    return _MARKER_LIKE.sub(r"(\1)", shown_text(line))
 
 
-def _fit_reason(fit: Verdict) -> tuple[str, ...]:
-    return (f"stated for the patient asked about: {', '.join(fit.matched)}",) if fit.state == "fits" else ()
-
-
-def quoted_answer(
-    question: str,
-    quotes: Sequence[Quote],
-    evidence: Sequence[Hit],
-    timings: dict[str, float],
-    usage: dict[str, int],
-    notes: Sequence[str],
-) -> Answer:
-    """An answer made of ``quotes``, best first, one line each, cited ``[n]`` to the evidence
-    passage it comes from; each citation spans exactly the quoted sentence."""
-    lines, supports = [], []
-    for quote in quotes:
-        text = line_text(quote)
-        lines.append(f"- {text} [{quote.source}]")
-        supports.append(
-            SentenceSupport(
-                text=text,
-                markers=(quote.source,),
-                support=1.0,  # a sentence of its passage, word for word
-                supported=True,
-                reasons=(
-                    f"quoted; P(answers the question) = {quote.probability:.2f}",
-                    *_fit_reason(quote.fit),
-                ),
-                probability=quote.probability,
-            )
-        )
-    return Answer(
-        question=question,
-        text=ANSWER_LEAD + "\n" + "\n".join(lines),
-        mode="rag",
-        citations=_citations(quotes, 1.0),
-        sentences=tuple(supports),
-        evidence=tuple(evidence),
-        timings=timings,
-        usage=usage,
-        notes=(*notes, QUOTED_NOTE),
-    )
-
-
-def why_not(quote: Quote) -> str:
+def why_not(line: Line) -> str:
     """Why a closest line is not the answer, in words for people."""
-    if quote.fit.state == "conflicts":
-        return "not for this patient: " + "; ".join(quote.fit.reasons)
+    if line.fit.state == "conflicts":
+        return "not for this patient: " + "; ".join(line.fit.reasons)
     return "not confirmed"
 
 
-def closest_answer(
-    question: str,
-    quotes: Sequence[Quote],
+def _reasons(line: Line, confirmed: bool) -> tuple[str, ...]:
+    if not confirmed:
+        return (f"{line.probability:.0%} likely to answer" if scored(line) else "not scored", why_not(line))
+    fit = (
+        (f"stated for the patient asked about: {', '.join(line.fit.matched)}",)
+        if line.fit.state == "fits"
+        else ()
+    )
+    return (f"quoted; P(answers the question) = {line.probability:.2f}", *fit)
+
+
+def lines_reply(
+    turn: Turn,
+    lines: Sequence[Line],
     evidence: Sequence[Hit],
-    timings: dict[str, float],
-    usage: dict[str, int],
-    notes: Sequence[str],
+    *,
+    confirmed: bool,
+    notes: Sequence[str] = (),
     removed: Sequence[SentenceSupport] = (),
 ) -> Answer:
-    """The closest lines: ``quotes`` (best first) each cited to its span with its probability
-    and why it is not the answer. ``removed``: generated sentences the gate left out, kept on the
-    record (never in the text)."""
-    lines, records = [], []
-    for quote in quotes:
-        text = line_text(quote)
-        likely = f"{quote.probability:.0%} likely to answer" if scored(quote) else "not scored"
-        lines.append(f"- {text} [{quote.source}] ({likely}; {why_not(quote)})")
+    """``lines`` (best first), one each, cited ``[n]`` to the passage it comes from, each citation
+    spanning exactly its line: a quoted answer (``confirmed``) or the closest lines, each with its
+    probability and why it is not the answer. ``removed``: generated sentences the gate left out,
+    kept on the record (never in the text)."""
+    rows, records = [], []
+    for line in lines:
+        text, reasons = line_text(line), _reasons(line, confirmed)
+        rows.append(f"- {text} [{line.source}]" + ("" if confirmed else f" ({'; '.join(reasons)})"))
         records.append(
             SentenceSupport(
                 text=text,
-                markers=(quote.source,),
-                support=0.0,  # the passage's own words, but not confirmed to answer
-                supported=False,
-                status="closest",
-                reasons=(likely, why_not(quote)),
-                probability=quote.probability if scored(quote) else None,
+                markers=(line.source,),
+                support=1.0 if confirmed else 0.0,  # the passage's own words; a closest line unconfirmed
+                supported=confirmed,
+                status="shown" if confirmed else "closest",
+                reasons=reasons,
+                probability=line.probability if scored(line) else None,
             )
         )
+    lead, note = (ANSWER_LEAD, QUOTED_NOTE) if confirmed else (CLOSEST_LEAD, CLOSEST_NOTE)
     return Answer(
-        question=question,
-        text=CLOSEST_LEAD + "\n" + "\n".join(lines),
-        mode="abstained",
-        citations=_citations(quotes, None),
+        question=turn.question,
+        text=lead + "\n" + "\n".join(rows),
+        mode="rag" if confirmed else "abstained",
+        citations=tuple(
+            Citation.from_chunk(q.source, q.hit.chunk, 1.0 if confirmed else None) for q in lines
+        ),
         sentences=(*removed, *records),
         evidence=tuple(evidence),
-        timings=timings,
-        usage=usage,
-        notes=(*notes, CLOSEST_NOTE),
+        timings=turn.clock.timings,
+        usage=turn.found.usage,
+        notes=(*turn.found.notes, *notes, note),
     )
 
 
 def nothing_relevant(
-    question: str,
-    evidence: Sequence[Hit],
-    timings: dict[str, float],
-    usage: dict[str, int],
-    notes: Sequence[str],
-    removed: Sequence[SentenceSupport] = (),
+    turn: Turn, notes: Sequence[str] = (), removed: Sequence[SentenceSupport] = ()
 ) -> Answer:
-    """Nothing in the sources is about the question; ``evidence`` lists what was read anyway."""
+    """Nothing in the sources is about the question; the kept passages are listed anyway."""
     return Answer(
-        question=question,
+        question=turn.question,
         text=NOTHING_RELEVANT,
         mode="abstained",
         sentences=tuple(removed),
-        evidence=tuple(evidence),
-        timings=timings,
-        usage=usage,
-        notes=tuple(notes),
+        evidence=tuple(turn.found.kept),
+        timings=turn.clock.timings,
+        usage=turn.found.usage,
+        notes=(*turn.found.notes, *notes),
     )
-
-
-def _citations(quotes: Sequence[Quote], support: float | None) -> tuple[Citation, ...]:
-    """Each quote's citation, spanning exactly its line (``support``: 1.0 for a quoted answer's
-    own words; None for a closest line, which is not verified as an answer)."""
-    return tuple(Citation.from_chunk(q.source, q.hit.chunk, support) for q in quotes)

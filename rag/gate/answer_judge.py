@@ -31,9 +31,9 @@ from collections.abc import Sequence
 
 from core.errors import ConfigError, GeneratorError
 from core.types import Chunk, Message
-from rag.check.plain_text import plain_text
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Generator
+from rag.reading.plain_text import plain_text
 from rag.rerank.evidence import cut_at_word, heading
 
 log = logging.getLogger(__name__)

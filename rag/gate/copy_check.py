@@ -1,6 +1,6 @@
 """Does a sentence that copies one sentence of its passage keep that sentence's words?
 
-One of the checks a support score is capped by (``rag.check.verify``); pure functions.
+One of the checks a support score is capped by (``rag.gate.verify``); pure functions.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from difflib import SequenceMatcher
 
 from core.types import Chunk
 from indexes.text import STOPWORDS
-from rag.check.support_signals import _NUMBER, _singular, plain, quantities
+from rag.gate.support_signals import _NUMBER, quantities, singular
 from rag.generate.sentences import marker_free, sentence_spans
+from rag.reading.plain_text import plain
 
 _COPY_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 NEAR_COPY = 0.6  # share of the claim's words a passage sentence must give, in order, for a near copy
@@ -86,7 +87,7 @@ def _swapped(mine: Sequence[str], theirs: Sequence[str], unit: Sequence[str]) ->
         return False
     if len(mine) > SWAP_MAX_WORDS or len(theirs) > SWAP_MAX_WORDS:
         return False
-    if want <= {_singular(w) for w in unit}:
+    if want <= {singular(w) for w in unit}:
         return False
     return not _same_spelling(mine, theirs)
 
@@ -131,7 +132,7 @@ def _abbreviates(short: str, long: str) -> bool:
 def _content(words: Sequence[str]) -> frozenset[str]:
     """Content words, plurals aside; stop words, numbers and one-letter words dropped."""
     return frozenset(
-        _singular(w) for w in words if w not in STOPWORDS and len(w) > 1 and not _NUMBER.fullmatch(w)
+        singular(w) for w in words if w not in STOPWORDS and len(w) > 1 and not _NUMBER.fullmatch(w)
     )
 
 

@@ -3,13 +3,13 @@
 The product's clinical-safety rule: never present a sentence its cited passage does not support,
 or that cites a passage not about the question, as an answer; when the sources do not answer,
 say so. Each sentence (after ``rag.generate.citations.parse_answer``) is checked twice:
-*supported* (it cites a passage and the verifier's best support, ``rag.check.verify``, reaches
-the threshold) and *on topic* (every cited passage is about the question, ``rag.check.aboutness``).
+*supported* (it cites a passage and the verifier's best support, ``rag.gate.verify``, reaches
+the threshold) and *on topic* (every cited passage is about the question, ``rag.reading.aboutness``).
 
 Before failing a sentence the gate repairs what it safely can: markers of passages not about the
 question are dropped, a sentence no cited passage supports is re-cited to the one about the
 question that supports it best (``_recite``), an unmarked whole entry of a passage is cited to it
-(``_cite_quotations``; any unmarked sentence under ``GateRules.uncited = "supported"``), and a
+(``_cite_quotations``; any unmarked sentence under ``[verify] uncited = "supported"``), and a
 failing list keeps the items passages list word for word if two remain (``_trim_lists``); notes
 name every move. A question the model repeats is no answer. A failing sentence follows
 ``[verify] policy``: ``drop`` (default) leaves it out (its record stays, ``status="removed"``;
@@ -29,36 +29,31 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 import numpy as np
 
-from core.types import Citation, Hit, SentenceSupport, SupportPolicy
-from rag.check.aboutness import Question
-from rag.check.rules import GateRules
-from rag.check.support_signals import listed_entries, quoted_from_passage
-from rag.check.terms import Vocabulary
+from core.types import Citation, Hit, SentenceSupport
+from rag.gate.notes import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, UNVERIFIED, reasons, repair_notes, summary
+from rag.gate.support_signals import listed_entries, quoted_from_passage
 from rag.generate.citations import ParsedAnswer, ParsedSentence, parse_answer, strip_markers
 from rag.generate.prompts import source_label
-
-FLAG_UNSUPPORTED = "[UNSUPPORTED] "
-FLAG_UNVERIFIED = "[UNVERIFIED] "
-UNVERIFIED = "not verified: this pipeline has no support verifier (an index without embeddings)"
+from rag.profile import VerifyConfig
+from rag.reading.aboutness import missing
+from rag.reading.question import ReadQuestion
 
 # A bracketed group, closed or still open at the end of the text: markers arriving, "[Table 1]".
 _BRACKETED = re.compile(r"[\[【［][^\]】］]*(?:[\]】］]|$)")
 _WORD = re.compile(r"\w")
-_OFF_TOPIC = re.compile(r"^cites \[\d+\] .*, which does not mention (.*)$")
 
 
 Scored = tuple[SentenceSupport, dict[int, float]]  # a sentence's support and each cited passage's
-RelevanceOf = Callable[[str, Sequence[str]], Sequence[float]]  # (question, texts) -> P(relevant) each
 
 
 class SupportChecker(Protocol):
-    """What the gate needs of a verifier (``rag.check.verify.SupportVerifier`` is one)."""
+    """What the gate needs of a verifier (``rag.gate.verify.SupportVerifier`` is one)."""
 
     threshold: float
 
@@ -89,30 +84,26 @@ class SupportGate:
 
     def __init__(
         self,
-        question: str,
+        read: ReadQuestion,
         sources: Sequence[Hit],
         verifier: SupportChecker | None,
-        policy: SupportPolicy,
+        verify: VerifyConfig,
         *,
         abstain_token: str,
-        vocabulary: Vocabulary | None = None,
-        rules: GateRules | None = None,
         relevance: bool = False,
-        relevance_of: RelevanceOf | None = None,
     ) -> None:
-        """``relevance``: the sources' scores are the relevance model's probabilities, which the
-        aboutness model reads beside the question's concepts (``aboutness.AboutnessModel``).
-        ``relevance_of``: that model, to ask whether a sentence answers the question at all."""
+        """``verify``: the profile's ``[verify]`` section (the policy, the aboutness rule, the
+        checks on); ``relevance``: the sources' scores are the relevance model's probabilities,
+        which the aboutness model reads beside the question's concepts (``AboutnessModel``)."""
         self._relevance = relevance
-        self._relevance_of = relevance_of
-        self._question_text = question
+        self.read = read
+        self._question_text = read.text
         self.sources = list(sources)
         self._labels = {_bare(source_label(h.chunk)) for h in self.sources}
         self.verifier = verifier
-        self.policy = policy
+        self.verify = verify
+        self.policy = verify.policy
         self.abstain_token = abstain_token.upper()
-        self.rules = rules or GateRules()
-        self.question = Question.read(question, vocabulary, self.rules)
         self.seconds = 0.0  # spent verifying (the pipeline reports it as the "verify" stage)
         self._records: list[SentenceSupport] = []
         self._pieces: list[str] = []
@@ -128,7 +119,7 @@ class SupportGate:
         self._sourced: list[int] = []  # the passage each other uncited sentence now cites (_recite)
         # What the question asks for (a dose, a treatment, ...) that no presented sentence has given
         # yet; while any is missing, sentences that pass are held back, not sent (_present).
-        self._wanted = [] if policy == "flag" else list(self.question.kinds)
+        self._wanted = [] if self.policy == "flag" or not verify.checks("asked_for") else list(read.kinds)
         self._held: list[str] = []
         self._held_records: list[int] = []
 
@@ -157,54 +148,23 @@ class SupportGate:
         if self.policy == "abstain" and failed:
             withheld = "withheld: another sentence of the answer failed the support gate (policy abstain)"
             records = [_removed(r, r.reasons or (withheld,)) for r in records]
-            note = f"the answer was withheld (policy abstain): {_summary(failed, len(records))}"
+            note = f"the answer was withheld (policy abstain): {summary(failed, len(records))}"
             return GateResult("", "", tuple(records), (), True, (note,))
         if not text.strip():
             note = (
                 f"none of the {len(records)} generated sentences may be presented "
-                f"({_reasons(failed)}); the passages found are listed instead"
+                f"({reasons(failed)}); the passages found are listed instead"
             )
             return GateResult("", "", tuple(records), (), True, (note,))
-        notes: list[str] = []
-        if self._trimmed:
-            named = dict.fromkeys(f"[{k}] {self.sources[k - 1].chunk.title}" for k in self._trimmed)
-            titles = "; ".join(named)
-            notes.append(
-                f"{len(self._trimmed)} citations taken out of sentences that also cite a passage about the "
-                f"question, as not about it ({titles}); those sentences were verified without them"
-            )
-        if self._moved:
-            moves = "; ".join(f"{''.join(f'[{k}]' for k in old)} -> [{new}]" for old, new in self._moved)
-            notes.append(
-                f"{len(self._moved)} sentences cited a passage that does not support them, or is not "
-                f"about the question; each now cites the passage that does ({moves})"
-            )
-        if self._quoted:
-            cited = ", ".join(f"[{k}]" for k in dict.fromkeys(self._quoted))
-            notes.append(
-                f"{len(self._quoted)} sentences without a marker quote a passage about the question word "
-                f"for word; each now cites it ({cited})"
-            )
-        if self._sourced:
-            cited = ", ".join(f"[{k}]" for k in dict.fromkeys(self._sourced))
-            notes.append(
-                f"{len(self._sourced)} sentences without a marker are cited to the passage about the "
-                f"question that supports them best ({cited})"
-            )
-        if self._lists_cut:
-            left_out = sum(self._lists_cut)
-            rest = f", {left_out} items no such passage lists left out" if left_out else ""
-            notes.append(
-                f"{len(self._lists_cut)} list sentences were cited to the passages about the question "
-                f"that list their items{rest}"
-            )
+        titles = {k: self.sources[k - 1].chunk.title for k in self._trimmed}
+        notes = repair_notes(titles, self._trimmed, self._moved, self._quoted, self._sourced, self._lists_cut)
         if failed and self.policy == "flag":
             notes.append(
-                f"{_summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
+                f"{summary(failed, len(records))}; they are marked {FLAG_UNSUPPORTED.strip()} "
                 f"or {FLAG_UNVERIFIED.strip()} in the text: do not rely on them"
             )
         elif failed:
-            notes.append(f"removed from the answer: {_summary(failed, len(records))}")
+            notes.append(f"removed from the answer: {summary(failed, len(records))}")
         return GateResult(tail, text, tuple(records), self._citations(), False, tuple(notes))
 
     def so_far(self) -> GateResult:
@@ -222,14 +182,9 @@ class SupportGate:
         self._cite_quotations(batch, scored)
         self._recite(batch, scored)
         self._trim_lists(batch, scored)
-        answering = self._answer_relevance(batch)
         out: list[str] = []
-        for sentence, (record, by_marker), answers in zip(batch, scored, answering, strict=True):
+        for sentence, (record, by_marker) in zip(batch, scored, strict=True):
             reasons = self._reasons(sentence, record)
-            if answers is not None and answers < self.rules.min_answer:
-                reasons.append(
-                    f"does not answer the question (relevance {answers:.2f} < {self.rules.min_answer:.2f})"
-                )
             on_topic = not any(self._missing_for(k) for k in sentence.markers)
             gap = parsed.text[self._end : sentence.start]
             self._end = sentence.end
@@ -254,22 +209,6 @@ class SupportGate:
             out.extend(self._present(gap + label + sentence.text))
         self.seconds += time.perf_counter() - start
         return "".join(out)
-
-    def _answer_relevance(self, batch: Sequence[ParsedSentence]) -> list[float | None]:
-        """The relevance model's probability that each sentence answers the question (None where
-        not asked: no scorer, the check off, or no text). A sentence its passage supports can
-        still answer something else: asked how long to hold anticoagulation in prosthetic-valve
-        endocarditis, the model quoted its passage's rifampin timing."""
-        if self._relevance_of is None or not self.rules.answers:
-            return [None] * len(batch)
-        claims = [strip_markers(s.claim).strip() for s in batch]
-        asked = [i for i, claim in enumerate(claims) if any(ch.isalpha() for ch in claim)]
-        out: list[float | None] = [None] * len(batch)
-        if asked:
-            scores = self._relevance_of(self._question_text, [claims[i] for i in asked])
-            for i, score in zip(asked, scores, strict=True):
-                out[i] = float(score)
-        return out
 
     def _present(self, piece: str) -> list[str]:
         """The pieces that may be sent now that ``piece`` (whose record was just added) passed.
@@ -391,8 +330,8 @@ class SupportGate:
             batch[i], scored[i] = variant, result
 
     def _sources_uncited(self, sentence: ParsedSentence) -> bool:
-        """Whether an uncited sentence may be given the passage that supports it (``GateRules.uncited``)."""
-        return self.rules.uncited == "supported" and any(ch.isalpha() for ch in sentence.claim)
+        """Whether an uncited sentence may be given the passage that supports it (``[verify] uncited``)."""
+        return self.verify.uncited == "supported" and any(ch.isalpha() for ch in sentence.claim)
 
     def _trim_lists(self, batch: list[ParsedSentence], scored: list[Scored]) -> None:
         """Present the part of a list that the passages list.
@@ -441,9 +380,11 @@ class SupportGate:
         reasons: list[str] = []
         if not any(ch.isalpha() for ch in sentence.claim):
             reasons.append("no answer text")
-        elif self.rules.labels and _bare(sentence.claim) in self._labels:  # "Marfan syndrome (...) [1]"
+        elif (
+            self.verify.checks("labels") and _bare(sentence.claim) in self._labels
+        ):  # "Marfan syndrome (...) [1]"
             reasons.append("repeats a source's label, not an answer")
-        elif self.rules.labels and strip_markers(sentence.claim).rstrip(" .").endswith("?"):
+        elif self.verify.checks("labels") and strip_markers(sentence.claim).rstrip(" .").endswith("?"):
             reasons.append("asks a question, not an answer")  # the model sometimes repeats the question
         elif not sentence.markers:  # known unsupported, verifier or not
             reasons.append("cites no source")
@@ -475,7 +416,8 @@ class SupportGate:
     def _missing_for(self, marker: int) -> tuple[str, ...]:
         if marker not in self._missing:
             hit = self.sources[marker - 1]
-            self._missing[marker] = self.question.missing(hit.chunk, hit.score if self._relevance else None)
+            relevance = hit.score if self._relevance else None
+            self._missing[marker] = missing(self.read, hit.chunk, self.verify, relevance)
         return self._missing[marker]
 
     def _citations(self) -> tuple[Citation, ...]:
@@ -523,29 +465,3 @@ def _with(record: SentenceSupport, status: str, reasons: Sequence[str], on_topic
 
 def _removed(record: SentenceSupport, reasons: Sequence[str]) -> SentenceSupport:
     return _with(record, "removed", reasons, record.on_topic)
-
-
-def _reasons(failed: Sequence[SentenceSupport]) -> str:
-    """The failures in a few words: "1 below the support threshold, 1 citing a passage that does
-    not mention pembrolizumab"."""
-    counts: dict[str, int] = {}
-    for r in failed:
-        keys: list[str] = []  # a sentence counts once per kind of failure
-        for reason in r.reasons:
-            if reason.startswith("support "):
-                key = "below the support threshold"
-            elif off_topic := _OFF_TOPIC.search(reason):
-                key = f"citing a passage that does not mention {off_topic[1]}"
-            elif reason == UNVERIFIED:
-                key = "not verifiable (no support verifier)"
-            else:
-                key = reason
-            if key not in keys:
-                keys.append(key)
-        for key in keys:
-            counts[key] = counts.get(key, 0) + 1
-    return ", ".join(f"{n} {why}" for why, n in counts.items())
-
-
-def _summary(failed: Sequence[SentenceSupport], total: int) -> str:
-    return f"{len(failed)} of {total} sentences failed the support gate ({_reasons(failed)})"

@@ -1,6 +1,6 @@
 """The support model medcite trains itself: does this passage state what this sentence claims?
 
-The heuristic verifier (``rag.check.verify``) reads topic and wording but not meaning: it accepts
+The heuristic verifier (``rag.gate.verify``) reads topic and wording but not meaning: it accepts
 most claims with a negation added or removed or a direction flipped (figures:
 docs/results/module_history.md). This model reads the pair together: the relevance
 cross-encoder (``rag/rerank/weights/relevance-minilm``) with low-rank adapters on its top two
@@ -8,12 +8,12 @@ layers and its own head (``rag.rerank.minilm.SupportModel``), trained on BioASQ 
 against their gold snippets, with perturbed claims and other questions' passages as negatives
 (``training/support.py``; ``medcite models train-support``).
 
-The model reads a passage's Markdown as plain prose (``rag.check.plain_text``). A passage longer
+The model reads a passage's Markdown as plain prose (``rag.reading.plain_text``). A passage longer
 than its input is read in windows of whole sentences (:func:`windows`, about ``window_tokens``
 wordpieces each, neighbours sharing one sentence, each prefixed by the passage's heading); a
 pair's logit is the best window's. ``P(supported) = sigmoid(a * logit + c * lexical + b)``, where
 ``lexical`` is the share of the claim's content words in the passage
-(``rag.check.support_signals.lexical_coverage``) and ``a, c, b`` are fitted on the dev questions
+(``rag.gate.support_signals.lexical_coverage``) and ``a, c, b`` are fitted on the dev questions
 of ``evals.datasets.support_set``: the model alone reads a fluent passage on the right topic as
 support more often than the heuristic does.
 
@@ -25,28 +25,24 @@ data hashes, metrics, the command that reproduces it). Loading checks all three 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from core.errors import ConfigError, ModelError, require
+from core.errors import ModelError
 from core.types import Chunk
-from indexes.dense.onnx_models import OnnxModel, exported, score_encoded
-from rag.check.plain_text import plain_text
-from rag.check.support_signals import lexical_coverage
+from rag.gate.support_signals import lexical_coverage
 from rag.generate.sentences import sentence_spans
+from rag.reading.plain_text import plain_text
+from rag.rerank.adapter import MANIFEST_FILE, AdapterModel
 from rag.rerank.evidence import heading
 from rag.rerank.trained import read_model_manifest
 
 if TYPE_CHECKING:
-    from rag.rerank.minilm import SupportModel
     from rag.rerank.trained import PairTokenizer
 
 SHIPPED_SUPPORT_MODEL = Path(__file__).parent / "weights" / "support-minilm"
-ADAPTER_FILE = "adapter.safetensors"
-MANIFEST_FILE = "manifest.json"
 FORMAT = "medcite-support-1"
 REQUIRED = (
     "format",
@@ -112,79 +108,26 @@ def passage_windows(tokenizer: PairTokenizer, heading: str, body: str, budget: i
     return windows(heading, body, tokenizer.count([body[s:e] for s, e in spans]), spans, budget)
 
 
-class TrainedSupport:
+class TrainedSupport(AdapterModel):
     """P(the passage supports the claim) from the trained support model; see the module docstring."""
 
+    what = "support model"
+    format = FORMAT
+    required = REQUIRED
+    setting = "verify.model_path"
+    command = "medcite models train-support"
+    export_name = "support"
+
     def __init__(self, model_path: Path | str | None = None, *, batch_size: int = 32) -> None:
-        if batch_size < 1:
-            raise ConfigError(f"the support model needs batch_size >= 1, got {batch_size}")
-        self.folder = Path(model_path) if model_path is not None else SHIPPED_SUPPORT_MODEL
+        super().__init__(
+            Path(model_path) if model_path is not None else SHIPPED_SUPPORT_MODEL, batch_size=batch_size
+        )
         self.manifest = read_support_manifest(self.folder)
-        self.batch_size = batch_size
 
     @property
     def threshold(self) -> float | None:
         value = self.manifest.get("threshold")
         return None if value is None else float(value)
-
-    @cached_property
-    def _tokenizer(self) -> PairTokenizer:
-        from indexes.dense.embedder import packaged_minilm_dir
-        from rag.rerank.trained import SHIPPED_MODEL, PairTokenizer, read_manifest
-
-        relevance = read_manifest(SHIPPED_MODEL)
-        return PairTokenizer(packaged_minilm_dir() / "tokenizer.json", int(relevance["max_length"]))
-
-    @cached_property
-    def _model(self) -> OnnxModel:
-        """The model run by ONNX Runtime, exported from torch the first time these weights are
-        used (``indexes/dense/onnx_models.py``); the weights' hashes are checked either way."""
-        from rag.rerank.trained import (
-            SHIPPED_MODEL,
-            check_file,
-            check_relevance_files,
-            read_manifest,
-            weights_key,
-        )
-
-        relevance = read_manifest(SHIPPED_MODEL)
-        if relevance["overlay_sha256"] != self.manifest["relevance_overlay_sha256"]:
-            raise ModelError(
-                f"the support model at {self.folder} was trained over another relevance model than the "
-                f"one shipped in {SHIPPED_MODEL}; retrain it with `medcite models train-support`"
-            )
-        check_relevance_files(SHIPPED_MODEL, relevance)
-        check_file(
-            self.folder / ADAPTER_FILE,
-            self.manifest["adapter_sha256"],
-            "the support adapter",
-            "restore it from git or retrain with `medcite models train-support`",
-        )
-        hashes = (relevance["base_sha256"], relevance["overlay_sha256"], self.manifest["adapter_sha256"])
-        return exported("support", weights_key(*hashes), self._torch_model)
-
-    def prepare(self) -> Path:
-        """Export the model for query time now (a no-op once done); the exported file."""
-        return self._model.path
-
-    def _torch_model(self) -> SupportModel:
-        safetensors = require("safetensors.torch", package="safetensors", extra="dense")
-        from rag.rerank.minilm import SupportModel
-        from rag.rerank.trained import SHIPPED_MODEL, load_relevance, read_manifest
-
-        relevance = read_manifest(SHIPPED_MODEL)
-        model = SupportModel(
-            int(relevance["trainable_from"]), int(self.manifest["rank"]), float(self.manifest["alpha"])
-        )
-        load_relevance(model, SHIPPED_MODEL, relevance)
-        model.adapt()
-        trained = safetensors.load_file(str(self.folder / ADAPTER_FILE))
-        if set(trained) != set(model.trained_names()):
-            raise ModelError(
-                f"{self.folder / ADAPTER_FILE} holds other tensors than this architecture expects; retrain"
-            )
-        model.load_state_dict({k: v.float() for k, v in trained.items()}, strict=False)
-        return model.eval()
 
     def windows_of(self, heading: str, body: str) -> list[str]:
         """The windows a passage is read in (see :func:`windows`)."""
@@ -192,16 +135,7 @@ class TrainedSupport:
 
     def logits(self, claims: Sequence[str], passages: Sequence[str]) -> np.ndarray:
         """The model's raw logit for each ``(claims[i], passages[i])``, one window each."""
-        if len(claims) != len(passages):
-            raise ValueError(f"{len(claims)} claims for {len(passages)} passages")
-        if not claims:
-            return np.zeros(0, dtype=np.float64)
-        tokenizer = self._tokenizer
-        encoded = [tokenizer.encode(c, [p])[0] for c, p in zip(claims, passages, strict=True)]
-        out = score_encoded(self._model, encoded, self.batch_size)
-        if not np.isfinite(out).all():
-            raise ModelError(f"the support model at {self.folder} produced non-finite scores; retrain it")
-        return out
+        return self.pair_logits(claims, passages)
 
     def best_logits(self, pairs: Sequence[tuple[str, Chunk]]) -> np.ndarray:
         """Each ``(claim, passage)``'s logit over the passage's windows: the best one's."""

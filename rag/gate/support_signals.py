@@ -1,6 +1,6 @@
 """The cheap signals behind a support score: what a claim is compared with, and how.
 
-Pure functions over text and chunks; ``rag.check.verify`` combines them (see its docstring
+Pure functions over text and chunks; ``rag.gate.verify`` combines them (see its docstring
 for the formula and the calibration).
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from core.types import Chunk
 from indexes.text import STOPWORDS, indexed_text, tokenize
 from rag.generate.sentences import marker_free, sentence_spans
+from rag.reading.plain_text import plain
 
-_MARKDOWN = re.compile(r"\*\*|__|`|\||^#{1,6}\s*|^>\s*", re.MULTILINE)
 _NUMBER = re.compile(r"(?<![^\W\d_])(?<![\d.])(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+(?:\.\d+)?)")
 _NUMBER_WORDS = {
     **{
@@ -43,11 +43,6 @@ _UNIT_ALIASES: dict[str | None, str] = {
 }
 
 
-def plain(text: str) -> str:
-    """Text without Markdown emphasis, code ticks, heading and quote marks, spaces collapsed."""
-    return " ".join(_MARKDOWN.sub("", text).split())
-
-
 def passage_units(chunk: Chunk) -> list[str]:
     """What a claim is compared with: each sentence, list item or table row of the passage,
     prefixed by the passage's last two headings, and the whole passage.
@@ -63,17 +58,12 @@ def passage_units(chunk: Chunk) -> list[str]:
     return list(dict.fromkeys(u for u in [*units, plain(chunk.text)] if u.strip()))
 
 
-def _stem(token: str) -> str:
-    """Drop a plural "s" so "infections" meets "infection" (the index tokenizer does not stem)."""
-    return token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
-
-
 def lexical_coverage(claim: str, chunk: Chunk) -> float:
     """Fraction of the claim's non-numeric content tokens found in the passage, title or section."""
-    wanted = {_stem(t) for t in tokenize(claim) if not _NUMBER.fullmatch(t)}  # numbers: numbers_agree
+    wanted = {singular(t) for t in tokenize(claim) if not _NUMBER.fullmatch(t)}  # numbers: numbers_agree
     if not wanted:
         return 0.0
-    have = {_stem(t) for t in tokenize(indexed_text(chunk.title, chunk.section, chunk.text))}
+    have = {singular(t) for t in tokenize(indexed_text(chunk.title, chunk.section, chunk.text))}
     return len(wanted & have) / len(wanted)
 
 
@@ -130,7 +120,7 @@ def _context_tokens(text: str) -> list[tuple[str, str]]:
         elif _UNIT.fullmatch(token):
             out.append(("u", _UNIT_ALIASES.get(token) or token))
         elif token not in STOPWORDS and len(token) > 1:
-            out.append(("w", _stem(token)))
+            out.append(("w", singular(token)))
     return out
 
 
@@ -241,10 +231,12 @@ _LIST_MARK = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s+")
 def _item_key(text: str) -> str:
     """Case, list marks, Markdown and a plural "s" aside ("Seizures" is the entry "Seizure")."""
     words = _LIST_MARK.sub("", plain(text)).casefold().strip(" .:;,").split()
-    return " ".join(_singular(w) for w in words)
+    return " ".join(singular(w) for w in words)
 
 
-def _singular(word: str) -> str:
+def singular(word: str) -> str:
+    """``word`` without a plural "s" ("infections" meets "infection", "sepsis" and "virus" stay):
+    the index tokenizer does not stem, and claims and passages are compared after this."""
     plural = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "is", "us"))
     return word[:-1] if plural else word
 

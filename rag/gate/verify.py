@@ -1,7 +1,7 @@
 """Does each cited passage support the sentence that cites it? A cheap, explainable score.
 
 No NLI or cross-encoder model ships weights on the registry, so support is estimated from
-signals (``rag.check.support_signals``) that each catch a different failure, for one (sentence,
+signals (``rag.gate.support_signals``) that each catch a different failure, for one (sentence,
 cited passage) pair with the sentence's markers stripped: ``cosine`` (embedding similarity to
 the passage's best sentence, row or item, or the passage whole), ``lexical`` (share of the
 sentence's content words in the passage), and the rule checks ``numbers_ok`` (every number, with
@@ -13,9 +13,9 @@ medical answer, and the embedder barely sees one.
 ``heuristic = 0.6 * semantic + 0.4 * lexical``, ``semantic = clip((cosine - 0.35) / 0.45, 0, 1)``;
 ``support = heuristic * (1 if every check passes else 0.3)``, so a failed check caps support
 under the default threshold of 0.5. With the trained support model (``verify.backend =
-"trained"``, ``rag.check.support_model``) ``support = P(supported) * check factor``: the model
-reads negation and swapped entities the heuristic misses; the rules stay. An LLM judge blends in
-``p_yes``; an answer judge (``verify.answer_judge``) has the last word for pairs that pass.
+"trained"``, ``rag.gate.support_model``) ``support = P(supported) * check factor``: the model
+reads negation and swapped entities the heuristic misses; the rules stay. An answer judge
+(``verify.answer_judge``) has the last word for pairs that pass.
 A list whose every item is an entry of the cited passages' own lists has support 1 without a
 judge (``support_signals.listed_in_passage``): phenotype lists outgrow the model's window.
 
@@ -27,20 +27,18 @@ Calibration figures and each signal's details: docs/results/module_history.md.
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.errors import ConfigError, GeneratorError
-from core.types import Chunk, Citation, Hit, Message, SentenceSupport
+from core.errors import ConfigError
+from core.types import Chunk, Hit, SentenceSupport
 from indexes.text import indexed_text
-from rag.check.conditions import unscoped_qualifiers
-from rag.check.copy_check import changed_words
-from rag.check.rules import GateRules
-from rag.check.support_signals import (
+from rag.gate.copy_check import changed_words
+from rag.gate.dose_scope import unscoped_qualifiers
+from rag.gate.support_signals import (
     lexical_coverage,
     listed_in_passage,
     listed_in_passages,
@@ -50,25 +48,18 @@ from rag.check.support_signals import (
     plain,
     quoted_from_passage,
 )
-from rag.generate.citations import ParsedAnswer, ParsedSentence
-from rag.generate.yes_no import CANDIDATES, yes_probability
-from rag.protocols import Embedder, Generator
+from rag.generate.citations import ParsedSentence
+from rag.profile import VerifyConfig
+from rag.protocols import Embedder
 
 if TYPE_CHECKING:
-    from rag.check.answer_judge import AnswerJudge
-    from rag.check.support_model import TrainedSupport
-
-log = logging.getLogger(__name__)
+    from rag.gate.answer_judge import AnswerJudge
+    from rag.gate.support_model import TrainedSupport
 
 COS_FLOOR, COS_CEIL = 0.35, 0.80
 SEMANTIC_WEIGHT, LEXICAL_WEIGHT = 0.6, 0.4
 CHECK_PENALTY = 0.3  # support x this when a rule check fails (rule_checks)
 HEURISTIC_THRESHOLD = 0.5  # the heuristic's calibration (module docstring); a model brings its own
-JUDGE_WEIGHT = 0.5
-JUDGE_MAX_CHARS = 1500
-
-JUDGE_SYSTEM = "You check medical statements against a source passage. Answer with one word: yes or no."
-JUDGE_USER = "Passage:\n{passage}\n\nStatement: {claim}\n\nDoes the passage support the statement?"
 
 
 def rule_checks(claim: str, chunk: Chunk) -> tuple[bool, bool, bool, bool]:
@@ -92,7 +83,6 @@ class PairSupport:
     semantic: float
     lexical: float
     numbers_ok: bool
-    judge: float | None
     support: float
     model: float | None = None  # P(supported) from the trained support model, when one is used
     listed: bool = False  # a quoted entry, or a list of the passage's entries: support 1
@@ -121,7 +111,6 @@ class SupportVerifier:
         embedder: Embedder,
         *,
         threshold: float | None = None,
-        judge: Generator | None = None,
         model: TrainedSupport | None = None,
         answer_judge: AnswerJudge | None = None,
     ) -> None:
@@ -134,40 +123,20 @@ class SupportVerifier:
             raise ConfigError(f"the support threshold must be in [0, 1], got {threshold}")
         self.embedder = embedder
         self.threshold = threshold
-        self.judge = judge
         self.model = model
         self.answer_judge = answer_judge
-        self.rules = GateRules()
+        self.dose_scope = self.copy_check = True
 
     @property
     def uses_generator(self) -> bool:
-        """Whether scoring asks the generator (a judge); the gate then decides once it is done."""
-        return self.judge is not None or self.answer_judge is not None
+        """Whether scoring asks the generator (the answer judge); the gate then decides once it is done."""
+        return self.answer_judge is not None
 
-    def with_rules(self, rules: GateRules) -> SupportVerifier:
-        """This verifier (same models) applying ``rules``' dose-scope and copy checks or not."""
+    def with_checks(self, verify: VerifyConfig) -> SupportVerifier:
+        """This verifier (same models) applying the dose-scope and copy checks ``verify`` leaves on."""
         other = copy.copy(self)
-        other.rules = rules
+        other.dose_scope, other.copy_check = verify.checks("dose_scope"), verify.checks("copy_check")
         return other
-
-    def verify(
-        self, parsed: ParsedAnswer, sources: Sequence[Hit]
-    ) -> tuple[list[SentenceSupport], list[Citation]]:
-        """Per-sentence support and the parsed citations with ``support`` filled in."""
-        for citation in parsed.citations:
-            k = citation.marker
-            if not 1 <= k <= len(sources) or sources[k - 1].chunk.chunk_id != citation.chunk_id:
-                raise ValueError(
-                    f"citation [{k}] ({citation.chunk_id}) is not source {k} of the {len(sources)} given; "
-                    "verify with the same sources the answer was parsed with"
-                )
-        scored = self.score_sentences(parsed.sentences, sources)
-        per_marker: dict[int, list[float]] = {}
-        for _, by_marker in scored:
-            for k, value in by_marker.items():
-                per_marker.setdefault(k, []).append(value)
-        citations = [replace(c, support=float(np.mean(per_marker[c.marker]))) for c in parsed.citations]
-        return [sentence for sentence, _ in scored], citations
 
     def score_sentences(
         self, sentences: Sequence[ParsedSentence], sources: Sequence[Hit], question: str | None = None
@@ -213,30 +182,24 @@ class SupportVerifier:
         texts = list(dict.fromkeys([c for c in claims if c] + [u for us in units.values() for u in us]))
         row = {text: i for i, text in enumerate(texts)}
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
-        judge_alive = self.judge is not None
         modelled = self._model_probabilities(pairs)
         out = []
         for i, (claim, chunk) in enumerate(pairs):
             if not plain(claim):  # nothing to check: a sentence made of markers only
-                out.append(PairSupport(0.0, 0.0, 0.0, True, None, 0.0))
+                out.append(PairSupport(0.0, 0.0, 0.0, True, 0.0))
                 continue
             unit_rows = [row[u] for u in units[chunk]]
             cosine = float(np.max(vectors[unit_rows] @ vectors[row[plain(claim)]])) if unit_rows else 0.0
             semantic = min(1.0, max(0.0, (cosine - COS_FLOOR) / (COS_CEIL - COS_FLOOR)))
             lexical = lexical_coverage(claim, chunk)
             numbers_ok, names_ok, scope_ok, copy_ok = rule_checks(claim, chunk)
-            scope_ok = scope_ok or not self.rules.dose_scope  # off only in ablations
-            copy_ok = copy_ok or not self.rules.copy_check
+            scope_ok = scope_ok or not self.dose_scope  # off only in ablations
+            copy_ok = copy_ok or not self.copy_check
             checks_ok = numbers_ok and names_ok and scope_ok and copy_ok
             support = SEMANTIC_WEIGHT * semantic + LEXICAL_WEIGHT * lexical
             model = None if modelled is None else float(modelled[i])
             if model is not None:
                 support = model
-            judged = None
-            if judge_alive and checks_ok:  # a failed check stays capped: no judge call
-                judged, judge_alive = self._judge(claim, chunk)
-                if judged is not None:
-                    support = (1 - JUDGE_WEIGHT) * support + JUDGE_WEIGHT * judged
             listed = quoted_from_passage(claim, chunk) or listed_in_passage(claim, chunk)
             if listed:
                 support = 1.0
@@ -247,7 +210,6 @@ class SupportVerifier:
                     semantic,
                     lexical,
                     numbers_ok,
-                    judged,
                     support,
                     model,
                     listed,
@@ -277,19 +239,3 @@ class SupportVerifier:
         if self.model is None:
             return None
         return self.model.probabilities([(plain(claim), c) for claim, c in pairs])
-
-    def _judge(self, claim: str, chunk: Chunk) -> tuple[float | None, bool]:
-        """``(P(yes), judge still usable)``; a failing judge is logged and not asked again."""
-        if self.judge is None:
-            return None, False
-        passage = plain(chunk.text)[:JUDGE_MAX_CHARS]
-        messages = [
-            Message("system", JUDGE_SYSTEM),
-            Message("user", JUDGE_USER.format(passage=passage, claim=claim)),
-        ]
-        try:
-            p_yes = yes_probability(self.judge.next_token_logprobs(messages, CANDIDATES))
-        except GeneratorError as exc:
-            log.warning("support judge failed (%s); using the heuristic score only", type(exc).__name__)
-            return None, False
-        return p_yes, True  # None: every candidate at -inf, no opinion this time

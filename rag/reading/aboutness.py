@@ -31,14 +31,15 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
-from rag.check.conditions import QUALIFIERS, subtypes
-from rag.check.rules import GateRules
-from rag.check.terms import SAME_MEASURE, Concept, Vocabulary, chunk_stems, coverage, stem
+from rag.profile import VerifyConfig
+from rag.reading.condition_words import QUALIFIERS, subtypes
+from rag.reading.terms import SAME_MEASURE, Concept, chunk_stems, coverage, stem
 
 POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
 
@@ -142,11 +143,6 @@ def missing_terms(terms: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
     return tuple(t for t in terms if stem(t) not in have and not _SAME.get(t, frozenset()) & have)
 
 
-def is_about(question: str, chunk: Chunk) -> bool:
-    """Whether ``chunk`` contains every key term of ``question`` (True when there is none)."""
-    return not missing_terms(key_terms(question), chunk)
-
-
 @dataclass(frozen=True)
 class AskedFor:
     """A kind of answer a question asks for (``asks`` finds it in the question) that a passage must
@@ -226,70 +222,49 @@ def unspoken(kinds: Sequence[AskedFor], chunk: Chunk) -> tuple[str, ...]:
     return tuple(kind.name for kind in kinds if not kind.speaks_of.search(text))
 
 
-def question_subtypes(question: str) -> tuple[str, ...]:
-    """The "type X" subtypes the question names ("type 2", "type c"), read by the condition reader."""
-    return tuple(f"type {key}" for key in sorted(subtypes(question)))
+class Asked(Protocol):
+    """What aboutness reads of a question (``rag.reading.question.ReadQuestion`` holds it)."""
+
+    @property
+    def terms(self) -> tuple[str, ...]: ...
+    @property
+    def concepts(self) -> tuple[Concept, ...]: ...
+    @property
+    def subtypes(self) -> tuple[str, ...]: ...
+    @property
+    def kinds(self) -> tuple[AskedFor, ...]: ...
+    @property
+    def populations(self) -> tuple[str, ...]: ...
 
 
-@dataclass(frozen=True)
-class Question:
-    """What a passage must show to be about one question, read once per question."""
-
-    terms: tuple[str, ...]
-    subtypes: tuple[str, ...]
-    kinds: tuple[AskedFor, ...]
-    populations: tuple[str, ...] = ()
-    concepts: tuple[Concept, ...] = ()
-    rules: GateRules = field(default_factory=GateRules)
-    model: AboutnessModel | None = None  # None: the shipped one (weights/aboutness.json)
-
-    @classmethod
-    def read(
-        cls,
-        question: str,
-        vocabulary: Vocabulary | None = None,
-        rules: GateRules | None = None,
-        *,
-        model: AboutnessModel | None = None,
-    ) -> Question:
-        rules = rules or GateRules()
-        terms = key_terms(question)
-        return cls(
-            terms=terms,
-            subtypes=question_subtypes(question) if rules.subtypes else (),
-            kinds=asked_for(question) if rules.asked_for else (),
-            populations=populations(question) if rules.populations else (),
-            concepts=(vocabulary or Vocabulary.empty()).concepts(
-                terms, same_measure=rules.same_measure, written=written_abbreviations(question)
-            ),
-            rules=rules,
-            model=model,
-        )
-
-    def features(self, chunk: Chunk, relevance: float | None) -> tuple[float, ...]:
-        """What the aboutness model reads of one passage (``AboutnessModel``)."""
-        return about_features(self.concepts, chunk_stems(chunk), relevance)
-
-    def missing(self, chunk: Chunk, relevance: float | None = None) -> tuple[str, ...]:
-        """What ``chunk`` lacks to be about the question: its subject (key terms, or the
-        aboutness model's judgement), the subtype, asked-for kinds, the population.
-        ``relevance``: the relevance model's probability for the passage, when there is one."""
-        terms: tuple[str, ...] = ()
-        if self.rules.terms == "every":
-            terms = missing_terms(self.terms, chunk)
-        elif self.rules.terms == "judged":
-            have = chunk_stems(chunk)
-            model = self.model or AboutnessModel.shipped()
-            p = model.probability(about_features(self.concepts, have, relevance))
-            if p < (model.threshold if self.rules.min_about is None else self.rules.min_about):
-                lacking = tuple(c.text for c in self.concepts if not c.covered_by(have))
-                terms = lacking or (f"enough of the question (about {p:.2f})",)
-        return (
-            terms
-            + missing_subtypes(self.subtypes, chunk)
-            + unspoken(self.kinds, chunk)
-            + unnamed_populations(self.populations, chunk)
-        )
+def missing(
+    read: Asked,
+    chunk: Chunk,
+    verify: VerifyConfig,
+    relevance: float | None = None,
+    *,
+    model: AboutnessModel | None = None,
+) -> tuple[str, ...]:
+    """What ``chunk`` lacks to be about the question: its subject (``verify.about``: every key
+    term, or the aboutness model's judgement), the subtype, asked-for kinds, the population (each
+    check as ``verify.off`` leaves it). ``relevance``: the relevance model's probability for the
+    passage, when there is one; ``model``: None for the shipped aboutness model."""
+    terms: tuple[str, ...] = ()
+    if verify.about == "every":
+        terms = missing_terms(read.terms, chunk)
+    elif verify.about == "judged":
+        have = chunk_stems(chunk)
+        model = model or AboutnessModel.shipped()
+        p = model.probability(about_features(read.concepts, have, relevance))
+        if p < (model.threshold if verify.min_about is None else verify.min_about):
+            lacking = tuple(c.text for c in read.concepts if not c.covered_by(have))
+            terms = lacking or (f"enough of the question (about {p:.2f})",)
+    return (
+        terms
+        + (missing_subtypes(read.subtypes, chunk) if verify.checks("subtypes") else ())
+        + (unspoken(read.kinds, chunk) if verify.checks("asked_for") else ())
+        + (unnamed_populations(read.populations, chunk) if verify.checks("populations") else ())
+    )
 
 
 def about_features(

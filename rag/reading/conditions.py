@@ -15,166 +15,41 @@ family and not the asked one is for another patient.
 patient (a band without the value, a disjoint age or sex, another drug of a dose question with
 the asked drug unnamed, another value of an attribute family), **fits** when at least one of its
 conditions holds the patient and none excludes them, and is **silent** otherwise. A conflicting
-line is never quoted (``rag/check/quotes.py``); fitting is one of the quote model's features.
+line is never quoted (``rag/reading/quote_model.py``); fitting is one of the quote model's features.
 
-The verifier's dose scope (:func:`unscoped_qualifiers`, at the end) asks the same of a generated
-sentence: a dose claimed for a group (children, pregnancy, kidney function, ...) must stand in a
-line or heading of its passage that names that group. Pure functions; the drug dictionary is
-read once.
+The words it knows are in ``condition_words.py``. Pure functions; the drug dictionary is read
+once.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from core.types import Chunk
-from rag.check.support_signals import quantities
-from rag.generate.sentences import marker_free, sentence_spans
-
-INF = math.inf
-_NUM = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+"
-_DASH = r"\s*(?:-{1,2}|–|—|to)\s*"  # "40--75" too
-# comparators as a line writes them, with the interval side each opens: "<" is (None, x)
-_LESS = (
-    r"<=?|≤|=<|&lt;=?|less than(?: or equal to)?|lower than|below|under|fewer than|up to|at most"
-    r"|no more than|within|not exceeding"
+from rag.reading.condition_words import (
+    AGE_GROUPS,
+    ATTRIBUTES,
+    DASH,
+    FEMALE,
+    INF,
+    LESS,
+    MALE,
+    MEASURE_RES,
+    MEASURE_WINDOW,
+    MORE,
+    NOT_PREGNANT,
+    NOT_SCORES,
+    NUM,
+    PREGNANT,
+    SCORE,
+    STATED_AGE,
+    UNIT,
+    UNITS,
+    subtypes,
 )
-_MORE = r">=?|≥|=>|&gt;=?|more than|greater than(?: or equal to)?|above|over|exceeding|at least|no less than"
-
-# Units, canonical form first: what a number measures when no measure word names it.
-UNITS: tuple[tuple[str, str], ...] = (
-    ("mmol/l", r"mmol\s*/\s*l\b|mmol\s+per\s+lit(?:er|re)"),
-    ("meq/l", r"meq\s*/\s*l\b"),
-    ("mg/dl", r"mg\s*/\s*dl\b"),
-    ("umol/l", r"[uµμ]mol\s*/\s*l\b"),
-    ("ml/min", r"ml\s*/\s*min(?:ute)?(?:\s*/\s*1\.73\s*m(?:2|²)?)?|ml\s+per\s+min(?:ute)?"),
-    ("ml/kg/h", r"ml\s*/\s*kg\s*/\s*h(?:ou)?r?\b"),
-    ("ml/day", r"ml\s*(?:/|per|a|each)\s*(?:day|d\b|24\s*h(?:ours?)?)"),
-    ("mmhg", r"mm\s*hg\b"),
-    ("g/dl", r"g\s*/\s*dl\b"),
-    ("x baseline", r"(?:times|x|×)\s*(?:the\s*)?(?:baseline|uln|upper limit)"),
-    ("%", r"%|per\s*cent\b|percent\b"),
-    ("kg", r"kg\b(?!\s*/)"),
-    ("years", r"(?:years?|yrs?|y)(?:\s*of\s*age|\s*old|-old)?\b"),
-    ("months", r"months?\b"),
-    ("weeks", r"weeks?\b|wks?\b"),
-    ("days", r"days?\b"),
-    ("hours", r"hours?\b|hrs?\b|h\b"),
-    ("minutes", r"minutes?\b|mins?\b"),
-    ("/min", r"/\s*min\b|bpm\b|beats?\s*(?:per|/)\s*min(?:ute)?|breaths?\s*(?:per|/)\s*min(?:ute)?"),
-)
-_UNIT = "|".join(f"(?:{pattern})" for _, pattern in UNITS)
-
-# Measures and their spellings: two numbers are compared when they measure the same thing.
-MEASURES: dict[str, str] = {
-    "potassium": r"potassium|k\+|\bk\b|serum k",
-    "sodium": r"sodium|na\+",
-    "glucose": r"glucose|blood sugar|\bbg\b",
-    "inr": r"\binr\b",
-    "egfr": r"\be?gfr\b",
-    "crcl": r"\bcrcl\b|creatinine clearance",
-    "creatinine": r"creatinine|\bscr\b",
-    "platelets": r"platelets?|\bplt\b",
-    "hemoglobin": r"ha?emoglobin|\bhg?b\b",
-    "blood pressure": r"systolic|\bsbp\b|blood pressure|\bbp\b",
-    "heart rate": r"heart rate|\bhr\b|pulse",
-    "saturation": r"\bsp?o2\b|saturation|\bsao2\b",
-    "ph": r"\bph\b",
-    "bicarbonate": r"bicarbonate|\bhco3",
-    "ldl": r"\bldl(?:-c)?\b",
-    "hba1c": r"\bhba1c\b|\ba1c\b",
-    "gcs": r"\bgcs\b|glasgow",
-    "bmi": r"\bbmi\b",
-    "t-score": r"t-?\s?score",
-    "fev1": r"\bfev1\b",
-    "lactate": r"lactate",
-    "weight": r"weigh(?:t|s|ing)",
-    # an age band follows its population: "Elderly (>= 75 years)", "women 40 to 75 years"
-    "age": (
-        r"\bage[sd]?\b|years? old|year-old|elderly|adults?|patients|wom[ae]n|\bm[ae]n\b|children"
-        r"|people|persons"
-    ),
-    "drainage": r"drain(?:age|ing|s)?|output",
-}
-_MEASURE_RES = {name: re.compile(pattern, re.I) for name, pattern in MEASURES.items()}
-# a named score or scale: "NEWS2", "ABCD2", "CURB-65", "CHA2DS2-VASc", "TIMI", "Child-Pugh"
-_SCORE = re.compile(
-    r"\b(?:[A-Z][A-Za-z0-9]*[A-Z0-9][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*|[A-Z][a-z]+-[A-Z][a-z]+)\b"
-)
-_NOT_SCORES = frozenset(
-    {"IV", "PO", "IM", "SC", "ET", "IO", "DKA", "HHS", "TIA", "CAP", "ICU", "ED", "OR", "AND", "NOT", "OK"}
-)
-MEASURE_WINDOW = 40  # characters before a number that may name its measure
-
-# Age groups as intervals in years; a question's stated age is a point.
-AGE_GROUPS: tuple[tuple[tuple[float, float], re.Pattern[str]], ...] = (
-    ((0.0, 0.08), re.compile(r"\b(?:newborns?|neonat\w*|nicu)\b", re.I)),
-    ((0.0, 1.0), re.compile(r"\binfan(?:t|ts|cy)\b", re.I)),
-    ((0.0, 17.99), re.compile(r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|kids?|toddlers?)\b", re.I)),
-    ((10.0, 17.99), re.compile(r"\b(?:adolescen\w*|teen(?:age)?(?:r|rs)?)\b", re.I)),
-    ((65.0, INF), re.compile(r"\b(?:elderly|older (?:adults?|patients|people|persons)|geriatric)\b", re.I)),
-    ((18.0, INF), re.compile(r"\badults?\b", re.I)),
-)
-_STATED_AGE = re.compile(
-    rf"\b({_NUM})[- ]?(?:(years?|yrs?|y|months?|mo|weeks?|days?)[- ]?old\b|(?:yo|y/o)\b)|\baged? ({_NUM})\b",
-    re.I,
-)
-FEMALE = re.compile(
-    r"\b(?:wom[ae]n|female|girls?|(?:post|pre|peri)-?menopausal|pregnan\w*|breast-?\s?feed\w*|lactating"
-    r"|mothers?|maternal|postpartum)\b",
-    re.I,
-)
-MALE = re.compile(r"\b(?:m[ae]n|male|boys?)\b", re.I)
-NOT_PREGNANT = re.compile(r"\bnon-?\s?pregnant\b", re.I)
-PREGNANT = re.compile(r"(?<!non)(?<!non-)(?<!non )\bpregnan\w*", re.I)
-
-# Families whose values exclude one another: a line naming only another value is for another patient.
-ATTRIBUTES: dict[str, dict[str, re.Pattern[str]]] = {
-    "route": {
-        # abbreviations in capitals only ("et al.", "Grade III-IV" are no routes)
-        "intravenous": re.compile(
-            r"(?<![IVX][-–])\bIV\b(?![-–][IVX])|(?i:\bintravenous(?:ly)?\b|\bumbilical vein\b)"
-        ),
-        "endotracheal": re.compile(r"\bET\b|(?i:\bendotracheal(?:ly)?\b|\bintratracheal\b)"),
-        "oral": re.compile(r"\bPO\b|(?i:\boral(?:ly)?\b|\bby mouth\b)"),
-        "intramuscular": re.compile(r"\bIM\b|(?i:\bintramuscular(?:ly)?\b)"),
-        "intraosseous": re.compile(r"\bIO\b|(?i:\bintraosseous(?:ly)?\b)"),
-        "subcutaneous": re.compile(r"\b(?:SC|SQ)\b|(?i:\bsubcut(?:aneous(?:ly)?)?\b(?!\s+(?:fat|tissue)))"),
-        "intraventricular": re.compile(r"\bintraventricular(?:ly)?\b", re.I),
-    },
-    "vessel": {
-        "vein": re.compile(r"\b(?:veins?|venous)\b", re.I),
-        "artery": re.compile(r"\b(?:arter(?:y|ies)|arterial)\b", re.I),
-    },
-    "circulation": {
-        "anterior": re.compile(
-            r"\b(?:anterior circulation|ica|mca|internal carotid|middle cerebral)\b", re.I
-        ),
-        "posterior": re.compile(r"\b(?:posterior circulation|basilar|vertebral)\b", re.I),
-    },
-    "episode": {
-        "first": re.compile(
-            r"\b(?:first[- ](?:episode|ever|occurrence|recurrence)|initial episode|new[- ]onset)\b", re.I
-        ),
-        "recurrent": re.compile(r"\b(?:recurren(?:t|ce)|relapse\w*|second episode|repeat episode)\b", re.I),
-    },
-    "setting": {
-        "inpatient": re.compile(r"\b(?:inpatients?|hospitali[sz]ed|admitted)\b", re.I),
-        "outpatient": re.compile(r"\b(?:outpatients?|ambulatory)\b", re.I),
-    },
-}
-_ROMAN = dict(zip("i ii iii iv v vi vii viii ix x".split(), map(str, range(1, 11)), strict=True))
-_SUBTYPE = re.compile(r"\btype\s+([0-9]{1,2}[a-z]?|[ivx]{1,4}|[a-z][0-9]?)\b", re.IGNORECASE)
-
-
-def subtypes(text: str) -> frozenset[str]:
-    """The "type X" subtypes ``text`` names, as keys: "type II" and "type 2" are both "2"."""
-    return frozenset(_ROMAN.get(m[1].lower(), m[1].lower()) for m in _SUBTYPE.finditer(text))
 
 
 @dataclass(frozen=True)
@@ -247,12 +122,12 @@ def _measure_before(text: str, at: int, default: str = "") -> str:
     MEASURES name, or a score's acronym after the word "score" or before "of"/"is"/a number."""
     window = text[max(0, at - MEASURE_WINDOW) : at]
     best, where = default, -1
-    for name, pattern in _MEASURE_RES.items():
+    for name, pattern in MEASURE_RES.items():
         for m in pattern.finditer(window):
             if m.end() > where:
                 best, where = name, m.end()
-    for m in _SCORE.finditer(window):
-        if m[0] not in _NOT_SCORES and m.end() > where and not m[0].isdigit():
+    for m in SCORE.finditer(window):
+        if m[0] not in NOT_SCORES and m.end() > where and not m[0].isdigit():
             best, where = f"score:{m[0].lower()}", m.end()
     if best == "" and re.search(r"\bscore\b", window, re.I):
         best = "score"
@@ -279,9 +154,9 @@ def _is_amount(text: str, start: int, end: int) -> bool:
     return bool(_AMOUNT.match(text, end)) or bool(_ACTION_TIME.search(text[max(0, start - 8) : start]))
 
 
-_RANGE = re.compile(rf"({_NUM})\s*(?:({_UNIT})\s*)?{_DASH}({_NUM})\s*({_UNIT})?", re.I)
-_COMPARED = re.compile(rf"(?:({_LESS})|({_MORE}))\s*({_NUM})\s*({_UNIT})?", re.I)
-_POINT = re.compile(rf"({_NUM})\s*({_UNIT})?", re.I)
+_RANGE = re.compile(rf"({NUM})\s*(?:({UNIT})\s*)?{DASH}({NUM})\s*({UNIT})?", re.I)
+_COMPARED = re.compile(rf"(?:({LESS})|({MORE}))\s*({NUM})\s*({UNIT})?", re.I)
+_POINT = re.compile(rf"({NUM})\s*({UNIT})?", re.I)
 
 
 def read_values(text: str, point_values: bool, default_measure: str = "") -> list[Band]:
@@ -337,7 +212,7 @@ def _ages(text: str, banded: bool = False) -> tuple[tuple[float, float], ...]:
     """Stated ages (points), and the age groups named unless a band states the ages (``banded``:
     "older adults (>= 75 years)" is the band, narrower than its word)."""
     spans: list[tuple[float, float]] = []
-    for m in _STATED_AGE.finditer(text):
+    for m in STATED_AGE.finditer(text):
         if m[3]:
             age = _number(m[3])
         else:
@@ -573,70 +448,3 @@ NAMED = frozenset({"drug", *ATTRIBUTES, "type"})  # fits that name the patient's
 
 def _tier(fits: Sequence[str]) -> int:
     return 2 if any(f not in NAMED for f in fits) else 1
-
-
-# -- Dose scope: the groups a generated dose claim names must be named where its passage states that dose
-# Who or what a dose applies to. A dose stated for one group (a renal dose, an adult dose) read
-# as the dose for another is the worst error this product can make, and a bag of words or a
-# support model reading the whole passage misses it: the enoxaparin passage of the default index
-# says "1 mg/kg subcutaneously once daily" for CrCl < 30 and names pregnancy only in a later
-# line about monitoring, and a model answered "the dose of enoxaparin for deep vein thrombosis in
-# pregnancy is 1 mg/kg subcutaneously once daily", which the support model scored 0.46.
-QUALIFIERS: dict[str, re.Pattern[str]] = {
-    "children": re.compile(
-        r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|infan(?:t|ts|cy)|neonat\w*|newborns?"
-        r"|adolescen\w*|toddlers?|kids?|teen(?:ager)?s?)\b"
-        # an age under 18 names a child too: "a 14-year-old", "6 months old"
-        r"|\b(?:1[0-7]|[1-9])[- ]?(?:years?|yrs?|y)[- ]?old\b"
-        r"|\b\d+[- ]?(?:months?|weeks?|days?)[- ]?old\b",
-        re.IGNORECASE,
-    ),
-    "pregnancy": re.compile(
-        r"\b(?:pregnan\w*|antenatal|prenatal|obstetric\w*|gestation\w*)\b", re.IGNORECASE
-    ),
-    "breastfeeding": re.compile(r"\b(?:breast-?\s?feed\w*|lactat\w*|nursing mothers?)\b", re.IGNORECASE),
-    "kidney function": re.compile(
-        r"\b(?:renal|kidney|crcl|creatinine clearance|e?gfr|ckd|aki|dialysis"
-        r"|ha?emodialysis)\b",
-        re.IGNORECASE,
-    ),
-    "liver function": re.compile(r"\b(?:hepatic|liver|cirrho\w*|child-pugh)\b", re.IGNORECASE),
-    "older age": re.compile(r"\b(?:elderly|older (?:adults?|patients|people)|geriatric)\b", re.IGNORECASE),
-    "obesity": re.compile(r"\b(?:obes\w*|bmi)\b", re.IGNORECASE),
-}
-_DOSE_UNITS = frozenset({"mg", "mcg", "g", "unit", "mmol", "meq", "ml"})
-
-
-def qualifiers(text: str) -> set[str]:
-    """The groups (``QUALIFIERS``) that ``text`` names."""
-    return {name for name, pattern in QUALIFIERS.items() if pattern.search(text)}
-
-
-def doses(text: str) -> set[tuple[str, str | None]]:
-    """The dose quantities of ``text``: numbers followed by a dose unit ("1 mg/kg" -> ("1", "mg"))."""
-    return {(number, unit) for number, unit in quantities(text) if unit in _DOSE_UNITS}
-
-
-def unscoped_qualifiers(claim: str, chunk: Chunk) -> tuple[str, ...]:
-    """The groups a dose claim names that its passage never ties to that dose.
-
-    For each dose of the claim (a number with a dose unit), the passage's sentences, list items
-    and table rows that hold the same number (same unit, or none) are the dose's scope, with the
-    passage's title and section path, which scope every line. Each group the claim names
-    (children, pregnancy, breastfeeding, kidney or liver function, older age, obesity) must be
-    named in that scope: "1 mg/kg once daily in pregnancy" is not supported by a passage whose
-    only "1 mg/kg once daily" is the dose for CrCl < 30 and whose "pregnancy" is elsewhere. A
-    claim without a dose, or without a group, has nothing to check (empty tuple).
-    """
-    text = marker_free(claim)
-    wanted = qualifiers(text)
-    claimed = doses(text)
-    if not wanted or not claimed:
-        return ()
-    scope_groups = qualifiers(" ".join((chunk.title, *chunk.section)))
-    for start, end in sentence_spans(chunk.text):
-        segment = chunk.text[start:end]
-        held = quantities(segment)
-        if any((number, unit) in held or (number, None) in held for number, unit in claimed):
-            scope_groups |= qualifiers(segment)
-    return tuple(sorted(wanted - scope_groups))

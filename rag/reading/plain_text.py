@@ -1,6 +1,6 @@
-"""Markdown passages as the plain prose the support model was trained on.
+"""Markdown as plain text: the one Markdown-stripper (models read it; checks compare it).
 
-The support model (``rag.check.support_model``) learned from BioASQ snippets: plain sentences.
+The support model (``rag.gate.support_model``) learned from BioASQ snippets: plain sentences.
 The guideline summaries of the default corpus are Markdown: bold runs (``**Target: SU < 6
 mg/dL**``) and tables (``| G3a | 45–59 | ... |``). Read raw, a table row is a string of cells
 with no words tying them to their column, and bold markers are noise the model never saw. So the
@@ -9,18 +9,19 @@ model reads a rendering where emphasis markers are gone and each table row becom
 ``bench/answers/ask_questions.py``: the qSOFA criteria sentence against its bold numbered list rose from
 0.31 to 0.43 (threshold 0.33); plain BioASQ text is unchanged.
 
-Only what the model reads changes: citations, quotes and every rule check keep the chunk's own
-text and character spans.
+Only what is read changes: citations keep the chunk's own text and character spans.
+:func:`plain` is the same stripping without the table layout, on one line: what the support
+verifier's rule checks compare (``rag/gate/support_signals.py``).
 """
 
 from __future__ import annotations
 
 import re
 
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_CODE = re.compile(r"`([^`\n]+)`")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+")
-_QUOTE = re.compile(r"^\s{0,3}>\s?")
+_INLINE = r"\*\*|__|`"  # emphasis and code marks, paired or not
+_LINE_START = r"^[ \t]{0,3}#{1,6}[ \t]*|^[ \t]{0,3}>[ \t]*"  # heading and quote marks
+_MARKS = re.compile(f"{_INLINE}|{_LINE_START}", re.MULTILINE)
+_INLINE_MARKS = re.compile(_INLINE)
 _SEPARATOR_CELL = re.compile(r"^:?-{3,}:?$")
 
 
@@ -51,16 +52,20 @@ def plain_text(markdown: str) -> str:
     lines: list[str] = []
     table: list[list[str]] = []
     for line in markdown.split("\n"):
-        cells = _cells(line)
+        cells = _cells(_INLINE_MARKS.sub("", line))
         if cells is not None:
             table.append(cells)
             continue
         if table:
             lines += _table_lines(table)
             table = []
-        lines.append(_QUOTE.sub("", _HEADING.sub("", line)))
+        lines.append(_MARKS.sub("", line))
     if table:
         lines += _table_lines(table)
-    text = "\n".join(lines)
-    text = _CODE.sub(r"\1", text)
-    return _EMPHASIS.sub(r"\2", text)
+    return "\n".join(lines)
+
+
+def plain(text: str) -> str:
+    """``text`` on one line without any Markdown mark (emphasis, code, table pipes, heading and
+    quote marks, paired or not), spaces collapsed."""
+    return " ".join(_MARKS.sub("", text).replace("|", "").split())

@@ -34,7 +34,7 @@ from pathlib import Path
 from core.packages import package_dir
 from core.types import Chunk
 from indexes.text import indexed_text, tokenize
-from rag.check.abbreviations import corpus_pairs
+from rag.reading.abbreviations import corpus_pairs
 
 _ENDINGS = ("ation", "ing", "ed", "ic", "al", "ly")  # one is cut, longest first, stem >= 4 letters
 

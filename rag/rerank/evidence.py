@@ -147,5 +147,5 @@ def check_evidence_limits(
             f"reranker {reranker.name!r} does not score on a [0, 1] probability scale (the 'none' "
             "reranker keeps retrieval scores: RRF, BM25 or cosine, whose scale varies with the "
             "retriever and corpus), so an evidence threshold on it is unreliable; use the "
-            "'llm' or 'cross-encoder' reranker, leave the threshold unset, or allow it explicitly"
+            "'llm', 'cross-encoder' or 'trained' reranker, or write rerank.threshold = \"unset\""
         )

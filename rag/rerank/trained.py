@@ -148,7 +148,7 @@ class PairTokenizer:
         self.max_length = max_length
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        """Wordpieces per text, special tokens excluded."""
+        """Wordpieces in each text, untruncated, special tokens excluded."""
         return [len(e.ids) for e in self._counter.encode_batch(list(texts), add_special_tokens=False)]
 
     def encode(self, question: str, passages: Sequence[str]) -> list[tuple[list[int], list[int]]]:
@@ -223,11 +223,6 @@ class TrainedReranker:
         if not np.isfinite(out).all():
             raise ModelError(f"the relevance model at {self.folder} produced non-finite scores; retrain it")
         return out
-
-    def wordpieces(self, text: str) -> int:
-        """Wordpieces in ``text`` by the model's own tokenizer, untruncated, special tokens excluded:
-        the unit of ``rerank.sentence_budget`` (rag/rerank/sentences.py)."""
-        return self._tokenizer.count([text])[0]
 
     def scores(
         self, question: str, passages: Sequence[str], ranks: Sequence[int] | None = None

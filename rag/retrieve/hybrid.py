@@ -6,11 +6,9 @@ from collections.abc import Sequence
 
 from core.errors import ConfigError
 from core.types import Filters, Hit
-from rag.profile import RetrievalConfig
+from rag.profile import default_profile
 from rag.protocols import Retriever
 from rag.retrieve.fusion import ranked, reciprocal_rank_fusion, weighted_score_fusion
-
-DEFAULTS = RetrievalConfig()  # one home for retrieval defaults: the profile model
 
 
 class HybridRetriever:
@@ -26,11 +24,14 @@ class HybridRetriever:
         self,
         retrievers: list[Retriever],
         *,
-        fusion: str = DEFAULTS.fusion,
-        rrf_k: float = DEFAULTS.rrf_k,
+        fusion: str | None = None,
+        rrf_k: float | None = None,
         weights: Sequence[float] | None = None,
-        candidates: int = DEFAULTS.candidates,
+        candidates: int | None = None,
     ) -> None:
+        """Settings left out take ``[retrieval]`` of the default profile (their one home)."""
+        defaults = default_profile().retrieval
+        fusion = defaults.fusion if fusion is None else fusion
         if fusion not in {"rrf", "weighted"}:
             raise ConfigError(f"unknown fusion {fusion!r}; choose rrf or weighted")
         weights = tuple(weights) if weights is not None else tuple(1.0 / len(retrievers) for _ in retrievers)
@@ -38,9 +39,9 @@ class HybridRetriever:
             raise ConfigError(f"{len(retrievers)} retrievers need {len(retrievers)} fusion weights")
         self.retrievers = retrievers
         self.fusion = fusion
-        self.rrf_k = rrf_k
+        self.rrf_k = defaults.rrf_k if rrf_k is None else rrf_k
         self.weights = weights
-        self.candidates = candidates
+        self.candidates = defaults.candidates if candidates is None else candidates
 
     def retrieve(self, query: str, k: int, filters: Filters | None = None) -> list[Hit]:
         depth = max(self.candidates, k)

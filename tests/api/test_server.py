@@ -12,8 +12,8 @@ import pytest
 from api.settings import ApiSettings
 from core.types import Filters
 from indexes.store import load_index
+from rag.answer.outcomes import CLOSEST_LEAD, NOTHING_RELEVANT
 from rag.indexing import retrieve
-from rag.outcomes import CLOSEST_LEAD, NOTHING_RELEVANT
 from tests.api.support import (
     KEY,
     ScriptedGenerator,

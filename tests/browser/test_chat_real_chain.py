@@ -9,8 +9,8 @@ import pytest
 
 from bench.serving.live_chat import ask, live_server, server_settings, wait_for_answer
 from core.paths import Paths
+from rag.answer.outcomes import NOTHING_RELEVANT
 from rag.indexing import build_from_cli
-from rag.outcomes import NOTHING_RELEVANT
 
 pytestmark = pytest.mark.e2e
 

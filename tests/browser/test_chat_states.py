@@ -8,7 +8,7 @@ import pytest
 
 from bench.serving.live_chat import REPLY, SECOND, UNSUPPORTED, ask, serve, wait_for_answer
 from core.errors import GeneratorError
-from rag.outcomes import NOTHING_RELEVANT
+from rag.answer.outcomes import NOTHING_RELEVANT
 
 
 def test_passages_the_model_finds_insufficient_are_the_closest_lines_marked_not_confirmed(chat, page):
@@ -54,7 +54,7 @@ def test_a_removed_sentence_is_listed_struck_through_with_its_reason_never_as_fa
 
 def test_a_flagged_sentence_is_marked_in_the_text(chat, page):
     holder = chat.pipeline_holder
-    holder.pipeline = holder.pipeline.with_settings(support_policy="flag")
+    holder.pipeline = holder.pipeline.with_changes({"verify": {"policy": "flag"}})
     chat.generator.reply = f"{REPLY} {UNSUPPORTED}"
     page.goto(chat.url)
     ask(page)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from rag.assemble import assemble
-from rag.profile import Profile
+from tests.helpers import fake_profile
 
 pytestmark = pytest.mark.e2e
 
 # A generous generator timeout: a busy CI machine is slow, not broken.
-PROFILE = Profile.model_validate(
+PROFILE = fake_profile(
     {
         "name": "e2e",
         "retrieval": {"mode": "hybrid", "candidates": 20},

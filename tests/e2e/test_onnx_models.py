@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from indexes.dense.onnx_models import onnx_dir, score_encoded
-from rag.check.support_model import TrainedSupport
+from rag.gate.support_model import TrainedSupport
 from rag.rerank.trained import TrainedReranker
 from tests.helpers import run_python
 

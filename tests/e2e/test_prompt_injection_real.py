@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from core.paths import Paths
-from rag.assemble import assemble
+from rag.assemble import assemble, make_generator
 from rag.generate.prompts import prompts
 from rag.indexing import build_from_cli
-from rag.profile import Profile
+from tests.helpers import fake_profile
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,7 @@ DOCS = {
     "asthma.md": "# Asthma\n\nInhaled corticosteroids control persistent asthma.\n",
 }
 # A generous generator timeout: a busy CI machine is slow, not broken.
-PROFILE = Profile.model_validate(
+PROFILE = fake_profile(
     {
         "name": "e2e-injection",
         "retrieval": {"mode": "hybrid", "candidates": 10},
@@ -65,10 +65,9 @@ def test_an_injection_document_cannot_make_the_answer_cite_unknown_sources_or_pa
         (docs / name).write_text(text, encoding="utf-8")
     paths = Paths.from_env().model_copy(update={"data_dir": tmp_path / "data"})
     build_from_cli(paths, sources=["user-docs"], path=docs, progress=False)
-    assembled = assemble(PROFILE, paths)
+    recording = Recording(make_generator(PROFILE.generator, paths))
+    assembled = assemble(PROFILE, paths, generator=recording)
     try:
-        recording = Recording(assembled.pipeline.generator)
-        assembled.pipeline.generator = recording
         start = time.perf_counter()
         answer = assembled.pipeline.answer("What paracetamol dose do children take?")
         seconds = time.perf_counter() - start

@@ -1,5 +1,5 @@
 """Property tests of the claim checks a support score is capped by: the dose-scope check
-(rag/check/conditions.py) and the copy check (rag/check/copy_check.py) read model output
+(rag/reading/conditions.py) and the copy check (rag/gate/copy_check.py) read model output
 and passages of any shape, so they must never raise, and a passage sentence copied as it is
 must never count as changed."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.check.conditions import unscoped_qualifiers
-from rag.check.copy_check import changed_words
+from rag.gate.copy_check import changed_words
+from rag.gate.dose_scope import unscoped_qualifiers
 from rag.generate.sentences import sentence_spans
 from tests.helpers import make_chunk
 

@@ -17,10 +17,11 @@ import pytest
 from api.settings import ApiSettings
 from indexes.store import load_index
 from rag.generate.openai_compat import OpenAICompatGenerator
-from rag.pipeline import Pipeline, PipelineSettings
+from rag.pipeline import Pipeline
 from rag.rerank.identity import IdentityReranker
 from rag.retrieve.lexical import Bm25Retriever
 from tests.api.support import KEY, live_server, scripted_assembler
+from tests.helpers import fake_profile
 from tests.unit.generate.fake_openai_server import FakeOpenAIServer
 
 QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
@@ -100,9 +101,7 @@ def test_a_backend_that_is_down_is_503_and_the_library_pipeline_degrades(bm25_pa
 
     index = load_index(bm25_paths.indexes_dir / "default")
     try:
-        pipeline = Pipeline(
-            Bm25Retriever(index), IdentityReranker(), down, settings=PipelineSettings(threshold=None)
-        )
+        pipeline = Pipeline(Bm25Retriever(index), IdentityReranker(), down, profile=fake_profile())
         answer = pipeline.answer(QUESTION)
     finally:
         index.close()

@@ -15,13 +15,13 @@ import json
 import pytest
 
 from core.types import Answer, Generation, Message
-from rag.check.verify import SupportVerifier
+from rag.gate.verify import SupportVerifier
 from rag.generate.citations import parse_answer
 from rag.generate.prompts import format_sources, prompts, quoted
-from rag.pipeline import Pipeline, PipelineSettings
+from rag.pipeline import Options, Pipeline
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import HashEmbedder, ListRetriever, make_hit, passage_hits
+from tests.helpers import HashEmbedder, ListRetriever, fake_profile, make_hit, passage_hits
 
 PAYLOAD = "The dose is 500 mg"
 INJECTION = (
@@ -76,12 +76,8 @@ def answer(reply: str, *, verify: bool = True, policy: str = "drop") -> tuple[An
         IdentityReranker(),
         gen,
         verifier=verifier,
-        settings=PipelineSettings(
-            threshold=None,
-            keep=3,
-            screen_instructions=False,
-            support_policy=policy,  # type: ignore[arg-type]
-        ),
+        profile=fake_profile({"rerank": {"keep": 3}, "verify": {"policy": policy}}),
+        options=Options(screen_instructions=False),
     )
     return pipe.answer(QUESTION), gen
 
@@ -245,7 +241,8 @@ def test_streamed_answers_keep_the_same_guarantees():
         IdentityReranker(),
         gen,
         verifier=SupportVerifier(HashEmbedder()),
-        settings=PipelineSettings(threshold=None, keep=3, screen_instructions=False),
+        profile=fake_profile({"rerank": {"keep": 3}}),
+        options=Options(screen_instructions=False),
     )
     *pieces, final = pipe.stream(QUESTION)
     assert isinstance(final, Answer) and PAYLOAD not in "".join(pieces)
@@ -281,7 +278,7 @@ def test_passage_markup_and_control_characters_are_shown_as_literal_text():
 def test_the_screen_sets_the_injection_aside_before_the_model_sees_it():
     gen = ObedientGenerator("Children take 15 mg/kg every 6 hours [1].")
     pipe = Pipeline(
-        ListRetriever(HITS), IdentityReranker(), gen, settings=PipelineSettings(threshold=None, keep=3)
+        ListRetriever(HITS), IdentityReranker(), gen, profile=fake_profile({"rerank": {"keep": 3}})
     )
     result = pipe.answer(QUESTION)
     assert [h.chunk.chunk_id for h in result.evidence] == ["ped#0", "ped#1"]

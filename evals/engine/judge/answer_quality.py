@@ -40,7 +40,7 @@ from tqdm import tqdm
 from core.errors import ConfigError, GeneratorError, GeneratorTimeout
 from core.types import Answer, Message
 from evals.engine.judge.cache import CachedJudge, JudgeCache
-from rag.check.support_signals import list_items
+from rag.gate.support_signals import list_items
 from rag.generate.sentences import marker_free, sentence_spans
 from rag.generate.yes_no import CANDIDATES, yes_probability
 from rag.protocols import Embedder, Generator

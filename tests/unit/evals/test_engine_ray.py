@@ -65,7 +65,8 @@ def test_a_ray_run_writes_the_records_of_a_local_run(ray_session, index_dir, tmp
     ]
     monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda paths: questions)
     profile = tmp_path / "fast-flag.toml"  # "flag": BM25-only answers are kept (labelled) and judged
-    profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
+    fast = (PROFILES_DIR / "fast.toml").read_text()
+    profile.write_text(fast.replace('[verify]\n', '[verify]\npolicy = "flag"\n'))
     cfg = config("same", profile=str(profile), answers=[{"dataset": "af", "n": 2}])
 
     def run(name: str, data: str, **engine: RayEngine):
@@ -138,7 +139,7 @@ def test_a_server_pool_keeps_its_bound_per_server(ray_session, index_dir, tmp_pa
     with fake_servers(2, delay_s=0.3) as servers:
         profile = tmp_path / "pool.toml"
         openai = f'backend = "openai"\nbase_url = "{servers[0].url}"\nmodel = "fake"'
-        profile.write_text((PROFILES_DIR / "fast.toml").read_text().replace('backend = "llama-cpp"', openai))
+        profile.write_text((PROFILES_DIR / "fast.toml").read_text() + f"\n[generator]\n{openai}\n")
         cfg = config("pool", profile=str(profile), grid=grid, mcq=[{"dataset": "medqa", "n": 6}])
         engine = RayEngine(workers=3, servers=tuple(s.url for s in servers), per_server=1)
         summary = run_eval(

@@ -190,7 +190,8 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
     # A BM25-only index has no support verifier, so under the default policy ("drop") nothing is
     # verified and every answer abstains; "flag" keeps the answer, labelled [UNVERIFIED], to judge.
     profile = tmp_path / "fast-flag.toml"
-    profile.write_text((PROFILES_DIR / "fast.toml").read_text() + '\n[verify]\npolicy = "flag"\n')
+    fast = (PROFILES_DIR / "fast.toml").read_text()
+    profile.write_text(fast.replace('[verify]\n', '[verify]\npolicy = "flag"\n'))
     cfg = config(
         "answers",
         mcq=[],

@@ -7,10 +7,10 @@ import math
 import pytest
 
 from core.errors import ConfigError, GeneratorTimeout
-from rag.check.answer_judge import PASSAGE_CHARS, AnswerJudge, judge_messages
-from rag.check.verify import SupportVerifier
+from rag.gate.answer_judge import PASSAGE_CHARS, AnswerJudge, judge_messages
+from rag.gate.verify import SupportVerifier
 from tests.helpers import HashEmbedder
-from tests.unit.check.test_verify import DOAC, chunk
+from tests.unit.gate.test_verify import DOAC, chunk
 
 QUESTION = "What apixaban dose for an older patient?"
 

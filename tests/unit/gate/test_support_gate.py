@@ -9,15 +9,16 @@ from __future__ import annotations
 import pytest
 
 from core.types import Answer
-from rag.check.gate import FLAG_UNSUPPORTED, FLAG_UNVERIFIED, SupportGate
-from rag.check.rules import GateRules
+from rag.answer.outcomes import CLOSEST_LEAD
+from rag.gate.gate import SupportGate
+from rag.gate.notes import FLAG_UNSUPPORTED, FLAG_UNVERIFIED
 from rag.generate.citations import parse_answer
 from rag.generate.prompts import abstain_token
-from rag.outcomes import CLOSEST_LEAD
-from rag.pipeline import Pipeline, PipelineSettings
+from rag.pipeline import Pipeline
+from rag.reading.question import ReadQuestion
 from rag.render import answer_to_dict, answer_to_text
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import ListRetriever, ScriptedVerifier, WordGenerator, make_hit, passage_hits
+from tests.helpers import ListRetriever, ScriptedVerifier, WordGenerator, fake_profile, make_hit, passage_hits
 
 PASSAGES = {  # chunk id -> (title, section, text)
     "af#0": (
@@ -41,14 +42,21 @@ BAD = "The recommended dose is 200 mg every 2 weeks [2]."  # the scripted verifi
 HITS = passage_hits(PASSAGES, "https://x/")
 
 
-def make(reply: str, policy: str = "drop", verifier=..., **settings) -> tuple[Pipeline, WordGenerator]:
-    generator = WordGenerator(reply, fail_after=settings.pop("fail_after", None))
+def make(
+    reply: str, policy: str = "drop", verifier=..., fail_after: int | None = None, **verify: object
+) -> tuple[Pipeline, WordGenerator]:
+    """A pipeline over HITS replying ``reply``; ``verify``: more ``[verify]`` settings."""
+    generator = WordGenerator(reply, fail_after=fail_after)
     if verifier is ...:
         verifier = ScriptedVerifier(unsupported=["200 mg"])
-    config = PipelineSettings(threshold=None, keep=3, support_policy=policy, **settings)  # type: ignore[arg-type]
+    profile = fake_profile({"rerank": {"keep": 3}, "verify": {"policy": policy, **verify}})
     return Pipeline(
-        ListRetriever(HITS), IdentityReranker(), generator, verifier=verifier, settings=config
+        ListRetriever(HITS), IdentityReranker(), generator, verifier=verifier, profile=profile
     ), generator
+
+
+def verify_config(policy: str = "drop", **changes: object):
+    return fake_profile({"verify": {"policy": policy, **changes}}).verify
 
 
 def streamed(pipe: Pipeline, question: str = QUESTION, **kw) -> tuple[list[str], Answer]:
@@ -175,13 +183,13 @@ def test_an_uncited_quotation_of_a_passage_not_about_the_question_stays_removed(
     assert answer.text == GOOD and answer.sentences[1].reasons == ("cites no source",)
 
 
-SOURCED = GateRules(uncited="supported")
+SOURCED = {"uncited": "supported"}
 MEN = "Men with a score of 2 or more should receive oral anticoagulation."
 
 
 def test_under_uncited_supported_an_uncited_sentence_is_cited_to_the_passage_that_supports_it():
     verifier = ScriptedVerifier(only_from={"Men with": [2]})  # only passage 2 supports it
-    pieces, answer = streamed(make(f"{MEN} {GOOD}", verifier=verifier, gate_rules=SOURCED)[0])
+    pieces, answer = streamed(make(f"{MEN} {GOOD}", verifier=verifier, **SOURCED)[0])
     assert answer.mode == "rag" and answer.text == "".join(pieces)
     assert answer.text == f"{MEN.removesuffix('.')} [2]. {GOOD}"
     assert [(s.status, s.markers) for s in answer.sentences] == [("shown", (2,)), ("shown", (1,))]
@@ -202,7 +210,7 @@ def test_under_uncited_supported_an_uncited_sentence_is_cited_to_the_passage_tha
 def test_under_uncited_supported_an_uncited_sentence_no_passage_about_the_question_supports_stays_out(
     verifier,
 ):
-    answer = make(f"{MEN} {GOOD}", verifier=verifier, gate_rules=SOURCED)[0].answer(QUESTION)
+    answer = make(f"{MEN} {GOOD}", verifier=verifier, **SOURCED)[0].answer(QUESTION)
     assert answer.text == GOOD
     assert answer.sentences[0].status == "removed" and answer.sentences[0].reasons == ("cites no source",)
 
@@ -401,11 +409,10 @@ REPLIES = [
 @pytest.mark.parametrize("policy", ["drop", "flag"])
 def test_feeding_a_character_at_a_time_decides_each_sentence_as_the_whole_text_would(reply, policy):
     sources = HITS
-    whole = SupportGate(
-        QUESTION, sources, ScriptedVerifier(["200 mg"]), policy, abstain_token=abstain_token()
-    )
+    read, checks = ReadQuestion.read(QUESTION), verify_config(policy)
+    whole = SupportGate(read, sources, ScriptedVerifier(["200 mg"]), checks, abstain_token=abstain_token())
     expected = whole.finish(parse_answer(reply, sources))
-    gate = SupportGate(QUESTION, sources, ScriptedVerifier(["200 mg"]), policy, abstain_token=abstain_token())
+    gate = SupportGate(read, sources, ScriptedVerifier(["200 mg"]), checks, abstain_token=abstain_token())
     sent = "".join(gate.feed(reply[:n]) for n in range(1, len(reply) + 1))
     result = gate.finish(parse_answer(reply, sources))
     if expected.sentences[0].status != "removed":  # the first sentence goes out before the end
@@ -458,13 +465,13 @@ NEONATAL = [
 
 
 def dose_pipeline(reply: str, policy: str = "drop") -> Pipeline:
-    config = PipelineSettings(threshold=None, keep=2, support_policy=policy)  # type: ignore[arg-type]
+    profile = fake_profile({"rerank": {"keep": 2}, "verify": {"policy": policy}})
     return Pipeline(
         ListRetriever(NEONATAL),
         IdentityReranker(),
         WordGenerator(reply),
         verifier=ScriptedVerifier(),
-        settings=config,
+        profile=profile,
     )
 
 
@@ -490,30 +497,3 @@ def test_under_flag_an_answer_without_the_dose_is_shown_as_it_is():
     reply = "Evidence for epinephrine dosing in neonates is weak [1]."
     answer = dose_pipeline(reply, policy="flag").answer(DOSE_QUESTION)
     assert answer.mode == "rag" and answer.text == reply
-
-
-# -- does it answer the question ----------------------------------------------------------------
-def test_a_supported_sentence_that_answers_something_else_is_not_presented():
-    """The relevance model judges (question, sentence): below ``min_answer`` the sentence is
-    removed, with the probability in its reason, however well its passage supports it."""
-    from rag.check.rules import GateRules
-
-    def relevance_of(question: str, texts) -> list[float]:
-        assert question == QUESTION
-        return [0.9 if "guides" in t else 0.05 for t in texts]
-
-    parsed = parse_answer(f"{GOOD} Men scoring 2 or more need anticoagulation [2].", HITS)
-    rules = GateRules(terms="every", min_answer=0.3)
-
-    def gate(rules: GateRules) -> SupportGate:
-        verifier = ScriptedVerifier(unsupported=[])
-        token = abstain_token()
-        return SupportGate(
-            QUESTION, HITS, verifier, "drop", abstain_token=token, rules=rules, relevance_of=relevance_of
-        )
-
-    result = gate(rules).finish(parsed)
-    assert result.text == GOOD
-    removed = [s for s in result.sentences if s.status == "removed"]
-    assert len(removed) == 1 and "does not answer the question (relevance 0.05 < 0.30)" in removed[0].reasons
-    assert "Men scoring" in gate(rules.without("answers")).finish(parsed).text  # the check off: both shown

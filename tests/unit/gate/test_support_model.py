@@ -10,8 +10,8 @@ import pytest
 
 from core.errors import ModelError
 from core.types import Chunk
-from rag.check.support_model import SHIPPED_SUPPORT_MODEL, TrainedSupport, calibrated, windows
-from rag.check.verify import CHECK_PENALTY, HEURISTIC_THRESHOLD, SupportVerifier
+from rag.gate.support_model import SHIPPED_SUPPORT_MODEL, TrainedSupport, calibrated, windows
+from rag.gate.verify import CHECK_PENALTY, HEURISTIC_THRESHOLD, SupportVerifier
 from tests.helpers import HashEmbedder
 
 MARFAN = (

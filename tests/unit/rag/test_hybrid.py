@@ -50,8 +50,8 @@ def test_bad_fusion_settings_are_refused(kwargs):
 
 
 def test_hybrid_defaults_are_the_profiles() -> None:
-    from rag.profile import RetrievalConfig
+    from rag.profile import default_profile
 
     hybrid = HybridRetriever([FixedRetriever("a", []), FixedRetriever("b", [])])
-    p = RetrievalConfig()
+    p = default_profile().retrieval
     assert (hybrid.candidates, hybrid.fusion, hybrid.rrf_k) == (p.candidates, p.fusion, p.rrf_k)

@@ -69,9 +69,9 @@ def test_streaming_runnable_streams_text_then_the_answer():
 
 
 def test_streaming_runnable_over_a_real_pipeline_never_yields_an_unsupported_sentence():
-    from rag.pipeline import Pipeline, PipelineSettings
+    from rag.pipeline import Pipeline
     from rag.rerank.identity import IdentityReranker
-    from tests.helpers import ScriptedVerifier, WordGenerator
+    from tests.helpers import ScriptedVerifier, WordGenerator, fake_profile
 
     good, bad = "CHA2DS2-VASc guides anticoagulation [1].", "The dose is 200 mg every 2 weeks [1]."
     pipeline = Pipeline(
@@ -79,7 +79,7 @@ def test_streaming_runnable_over_a_real_pipeline_never_yields_an_unsupported_sen
         IdentityReranker(),
         WordGenerator(f"{good} {bad}"),
         verifier=ScriptedVerifier(unsupported=["200 mg"]),
-        settings=PipelineSettings(threshold=None),
+        profile=fake_profile(),
     )
     *pieces, final = as_streaming_runnable(pipeline).stream("Which score guides anticoagulation?")
     assert pieces == [good] and final["answer"] == good and final["mode"] == "rag"

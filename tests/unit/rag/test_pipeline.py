@@ -9,10 +9,10 @@ import pytest
 
 from core.errors import ConfigError, GeneratorError, GeneratorTimeout, ModelError, QueryError
 from core.types import Chunk, Generation, Hit, Message
-from rag.outcomes import NOTHING_RELEVANT
-from rag.pipeline import Pipeline, PipelineSettings
+from rag.answer.outcomes import NOTHING_RELEVANT
+from rag.pipeline import Pipeline
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import ScriptedVerifier
+from tests.helpers import ScriptedVerifier, fake_profile
 
 TEXTS = {
     "af#0": "The CHA2DS2-VASc score is the recommended tool for stroke risk in AF.",
@@ -93,17 +93,18 @@ class FakeGenerator:
         return {"name": self.name}
 
 
-def pipeline(generator, reranker=None, verifier=None, **settings) -> tuple[Pipeline, FakeRetriever]:
+def pipeline(generator, reranker=None, verifier=None, **sections) -> tuple[Pipeline, FakeRetriever]:
     """A pipeline over the three passages above; its verifier supports every cited sentence
-    unless told otherwise (the support gate is tested in test_support_gate.py)."""
+    unless told otherwise (the support gate is tested in test_support_gate.py). ``sections``:
+    profile settings by section (``rerank={"threshold": 0.5}``)."""
     retriever = FakeRetriever()
-    defaults = {"threshold": None, "keep": 3}
+    profile = fake_profile({"rerank": {"keep": 3, **sections.pop("rerank", {})}, **sections})
     return Pipeline(
         retriever,
         reranker or IdentityReranker(),
         generator,
         verifier=verifier or ScriptedVerifier(),
-        settings=PipelineSettings(**{**defaults, **settings}),
+        profile=profile,
     ), retriever
 
 
@@ -131,14 +132,18 @@ def test_markers_pointing_at_no_source_are_removed_never_resolved():
 
 def test_no_evidence_above_threshold_abstains_without_calling_the_generator():
     gen = FakeGenerator("should not be used")
-    answer = pipeline(gen, KeywordReranker("otitis"), threshold=0.5)[0].answer("Treatment of otitis media?")
+    answer = pipeline(gen, KeywordReranker("otitis"), rerank={"threshold": 0.5})[0].answer(
+        "Treatment of otitis media?"
+    )
     assert answer.outcome == "nothing_relevant" and answer.text == NOTHING_RELEVANT and answer.citations == ()
     assert gen.calls == [] and answer.citations == ()
 
 
 def test_threshold_keeps_only_relevant_evidence():
     gen = FakeGenerator("Amoxicillin is first line [1].")
-    answer = pipeline(gen, KeywordReranker("Amoxicillin"), threshold=0.5)[0].answer("CAP antibiotic?")
+    answer = pipeline(gen, KeywordReranker("Amoxicillin"), rerank={"threshold": 0.5})[0].answer(
+        "CAP antibiotic?"
+    )
     assert [h.chunk.chunk_id for h in answer.evidence] == ["cap#0"]
     assert answer.citations[0].chunk_id == "cap#0"
 
@@ -182,7 +187,7 @@ def test_choice_never_defaults_when_no_letter_has_probability():
 
 
 def test_hyde_reformulation_searches_with_the_hypothetical_passage_and_records_cost():
-    pipe, retriever = pipeline(FakeGenerator("A passage about CHA2DS2-VASc."), reformulation="hyde")
+    pipe, retriever = pipeline(FakeGenerator("A passage about CHA2DS2-VASc."), reformulation={"kind": "hyde"})
     answer = pipe.answer("Which score?")
     assert retriever.queries == ["Which score?\nA passage about CHA2DS2-VASc."]
     assert answer.usage["reformulation_tokens"] == 100 + 4 and "reformulate" in answer.timings
@@ -204,7 +209,7 @@ class BrokenReranker:
 
 def test_failing_reranker_degrades_to_unfiltered_evidence_and_says_so():
     gen = FakeGenerator("Use CHA2DS2-VASc [1].")
-    answer = pipeline(gen, BrokenReranker(), threshold=0.5, keep=2)[0].answer("Which score?")
+    answer = pipeline(gen, BrokenReranker(), rerank={"threshold": 0.5, "keep": 2})[0].answer("Which score?")
     assert answer.mode == "rag" and [h.chunk.chunk_id for h in answer.evidence] == ["af#0", "af#1"]
     assert any("reranker unavailable" in n and "not filtered" in n for n in answer.notes)
 
@@ -217,7 +222,7 @@ def test_failing_reformulation_falls_back_to_the_question():
                 raise GeneratorError("server down")
             return super().generate(messages, **kw)
 
-    pipe, retriever = pipeline(FailsOnce("Use CHA2DS2-VASc [1]."), reformulation="rewrite")
+    pipe, retriever = pipeline(FailsOnce("Use CHA2DS2-VASc [1]."), reformulation={"kind": "rewrite"})
     answer = pipe.answer("Which score?")
     assert retriever.queries == ["Which score?"] and answer.mode == "rag"
     assert any("reformulation failed" in n for n in answer.notes)
@@ -267,7 +272,7 @@ def test_follow_up_searches_with_the_previous_user_turn_but_answers_the_question
 def test_without_degradation_a_generator_error_reaches_the_caller():
     pipe, _ = pipeline(FakeGenerator(error=GeneratorTimeout("no reply within 5 s")))
     with pytest.raises(GeneratorTimeout):
-        pipe.with_settings(degrade_on_generator_error=False).answer("Which score?")
+        pipe.with_options(degrade_on_generator_error=False).answer("Which score?")
     assert pipe.answer("Which score?").mode == "degraded"  # the original pipeline is unchanged
 
 
@@ -291,7 +296,7 @@ def test_closing_a_stream_early_closes_the_generators_stream():
     assert closed == [True]
 
 
-# -- sentence selection (rerank.sentence_budget) --------------------------------------------------
+# -- passages cut from their documents: citations index the document text ----------------------
 # Two documents, each with one multi-sentence chunk that starts part-way into its document, so a
 # citation's start/end index the document text, not the chunk text.
 DOCS = {
@@ -329,8 +334,8 @@ class DocRetriever:
 
 
 class SentenceReranker(KeywordReranker):
-    """A stand-in for the trained reranker: keyword relevance for passages and sentences alike,
-    words as wordpieces. Counts the sentence-scoring calls; can fail like a broken model file."""
+    """A stand-in for the trained reranker: keyword relevance for passages and lines alike.
+    Counts the line-scoring calls; can fail like a broken model file."""
 
     name = "trained"
 
@@ -345,18 +350,6 @@ class SentenceReranker(KeywordReranker):
             raise self.error
         return np.array([sum(w in p for w in self.keywords) for p in passages], dtype=float)
 
-    def wordpieces(self, text):
-        return len(text.split())
-
-
-def sentence_pipeline(
-    reply: str, budget: int | None, **kw
-) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
-    gen, reranker = FakeGenerator(reply), SentenceReranker("CHA2DS2-VASc", "Amoxicillin", **kw)
-    settings = PipelineSettings(threshold=None, keep=3, sentence_budget=budget)
-    pipe = Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings)
-    return pipe, gen, reranker
-
 
 def final(pipe: Pipeline, question: str, streamed: bool):
     if streamed:
@@ -364,68 +357,14 @@ def final(pipe: Pipeline, question: str, streamed: bool):
     return pipe.answer(question)
 
 
-@pytest.mark.parametrize("streamed", [False, True])
-def test_a_sentence_budget_gives_the_generator_only_the_best_sentences_as_exact_spans(streamed):
-    reply = "Use the CHA2DS2-VASc score [1]. Amoxicillin is first line [2]."
-    # best sentence of each passage: 6 + 8 words; no other sentence fits in 16 more
-    pipe, gen, reranker = sentence_pipeline(reply, budget=16)
-    answer = final(pipe, "Which score, and which antibiotic?", streamed)
-    assert answer.mode == "rag" and "select" in answer.timings and reranker.logit_calls
-    prompt = gen.calls[0][1].content
-    assert "The CHA2DS2-VASc score estimates stroke risk." in prompt
-    assert "Amoxicillin is first line for low-severity community-acquired pneumonia." in prompt
-    for left_out in ("commonest sustained", "Palpitations", "Men with", "winter", "X-ray"):
-        assert left_out not in prompt
-    assert [(c.marker, c.chunk_id, c.quote) for c in answer.citations] == [
-        (1, "af#0", "The CHA2DS2-VASc score estimates stroke risk."),
-        (2, "cap#0", "Amoxicillin is first line for low-severity community-acquired pneumonia."),
-    ]
-    for c in answer.citations:
-        assert DOCS[c.doc_id][c.start : c.end] == c.quote
-    assert [h.chunk.text for h in answer.evidence] == [c.quote for c in answer.citations]
-    assert not any("sentence" in n for n in answer.notes)
-
-
-@pytest.mark.parametrize("streamed", [False, True])
-def test_without_a_sentence_budget_the_generator_reads_whole_passages(streamed):
-    pipe, gen, reranker = sentence_pipeline("Use the CHA2DS2-VASc score [1].", budget=None)
-    answer = final(pipe, "Which score?", streamed)
-    assert reranker.logit_calls == [] and "select" not in answer.timings
-    prompt = gen.calls[0][1].content
-    assert "Palpitations are a frequent symptom." in prompt and "A chest X-ray" in prompt
-    assert [h.chunk for h in answer.evidence] == [doc_hit("af", 1).chunk, doc_hit("cap", 2).chunk]
-    citation = answer.citations[0]
-    assert citation.quote == doc_hit("af", 1).chunk.text == DOCS["af"][citation.start : citation.end]
-
-
-def test_a_failing_sentence_scorer_leaves_the_passages_whole_and_says_so():
-    pipe, gen, _ = sentence_pipeline("Use the CHA2DS2-VASc score [1].", 16, error=ModelError("overlay gone"))
-    answer = pipe.answer("Which score?")
-    assert answer.mode == "rag" and "Palpitations" in gen.calls[0][1].content
-    assert any("sentence selection unavailable" in n and "overlay gone" in n for n in answer.notes)
-
-
-def test_a_sentence_budget_without_a_sentence_scoring_reranker_is_a_config_error():
-    with pytest.raises(ConfigError, match=r'rerank\.backend = "trained"'):
-        pipeline(FakeGenerator("x"), sentence_budget=64)
-    pipeline(FakeGenerator("x"), sentence_budget=None)  # the identity reranker is fine without one
-
-
 # -- one home per setting (issue 18) -------------------------------------------------------------
-def test_pipeline_settings_default_to_the_profile_model_and_follow_a_profile_file():
-    from rag.profile import Profile, load_profile
+def test_a_pipeline_built_by_hand_takes_the_default_profile():
+    from rag.profile import default_profile, load_profile
 
-    assert PipelineSettings() == PipelineSettings.from_profile(Profile())
-    default = load_profile("default")
-    built = PipelineSettings.from_profile(default)
-    assert (built.threshold, built.keep, built.rerank_candidates, built.max_tokens, built.evidence_order) == (
-        default.rerank.threshold,
-        default.rerank.keep,
-        default.rerank.candidates,
-        default.generator.max_tokens,
-        default.rerank.order,
-    )
-    assert built.support_policy == default.verify.policy and built.candidates == default.retrieval.candidates
+    pipe = Pipeline(FakeRetriever(), SentenceReranker("x"), FakeGenerator("x"), profile=None)
+    assert pipe.profile == default_profile() == load_profile("default")
+    with pytest.raises(ConfigError, match=r"quote\.threshold=0\.45 needs a reranker that scores"):
+        Pipeline(FakeRetriever(), IdentityReranker(), FakeGenerator("x"))  # the default quotes
 
 
 def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite():
@@ -443,8 +382,9 @@ def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite()
             yield from super().stream(messages, max_tokens=max_tokens, temperature=temperature)
 
     gen = StopRecorder("Use the CHA2DS2-VASc score [1].")
-    pipe = pipeline(gen, reformulation="rewrite")[0].with_settings(stop=("Men", "\n\n"))
-    assert pipeline(gen)[0].settings.stop == ()  # none unless asked for
+    rewriting = pipeline(gen, reformulation={"kind": "rewrite"})[0]
+    pipe = rewriting.with_options(stop=("Men", "\n\n"))
+    assert pipeline(gen)[0].options.stop == ()  # none unless asked for
     pipe.answer("Which score is used in AF?")
     list(pipe.stream("Which score is used in AF?"))
     pipe.answer("Which score is used in AF?", closed_book=True)
@@ -462,9 +402,9 @@ def test_stop_sequences_reach_the_answers_generation_and_not_the_query_rewrite()
 def quote_pipeline(threshold: float | None, **kw) -> tuple[Pipeline, FakeGenerator, SentenceReranker]:
     gen = FakeGenerator("Use the CHA2DS2-VASc score [1].")
     reranker = SentenceReranker("CHA2DS2-VASc", **kw)
-    settings = PipelineSettings(threshold=None, keep=3, quote_threshold=threshold, quote_sentences=2)
+    profile = fake_profile({"rerank": {"keep": 3}, "quote": {"threshold": threshold, "sentences": 2}})
     return (
-        Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings),
+        Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), profile=profile),
         gen,
         reranker,
     )
@@ -498,28 +438,17 @@ def test_an_unsure_quote_sends_the_question_on_to_generation():
     assert not any("quoted" in n for n in answer.notes)
 
 
-@pytest.mark.parametrize("pool, cited", [(None, {"cap"}), ((0.2, 8), {"cap"}), ((0.05, 8), {"af", "cap"})])
-def test_a_quote_pool_reaches_passages_under_the_evidence_threshold(pool, cited):
-    reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")  # passages: cap 0.9, af 0.1
-    settings = PipelineSettings(
-        threshold=0.5, keep=3, quote_threshold=0.0, quote_sentences=3, quote_pool=pool
-    )
-    pipe = Pipeline(
-        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), settings=settings
-    )
-    answer = pipe.answer("Which score estimates stroke risk in AF?")
-    assert {c.doc_id for c in answer.citations} <= cited and answer.citations
-    assert {h.chunk.doc_id for h in answer.evidence} == cited  # the passages quoted from
-    assert [h.rank for h in answer.evidence] == list(range(1, len(cited) + 1))
-    if "af" in cited:
-        assert any(c.doc_id == "af" and "CHA2DS2-VASc" in c.quote for c in answer.citations)
-
-
 def test_a_quote_holding_a_clients_stop_sequence_is_generated_instead():
     pipe, gen, _ = quote_pipeline(0.0)
-    answer = pipe.with_settings(stop=("stroke",)).answer("Which score estimates stroke risk in AF?")
+    answer = pipe.with_options(stop=("stroke",)).answer(
+        "Which score estimates stroke risk in AF?"
+    )
     assert len(gen.calls) == 1 and "stroke" not in answer.text
-    assert pipe.with_settings(stop=("zzz",)).answer("Which score estimates stroke risk in AF?").citations
+    assert (
+        pipe.with_options(stop=("zzz",))
+        .answer("Which score estimates stroke risk in AF?")
+        .citations
+    )
 
 
 def test_a_failing_quote_scorer_generates_instead_and_says_so():
@@ -531,18 +460,17 @@ def test_a_failing_quote_scorer_generates_instead_and_says_so():
 
 def test_quoting_without_a_sentence_scoring_reranker_is_a_config_error():
     with pytest.raises(ConfigError, match=r"quote\.threshold=0\.5 needs a reranker that scores sentences"):
-        pipeline(FakeGenerator("x"), quote_threshold=0.5)
+        pipeline(FakeGenerator("x"), quote={"threshold": 0.5})
 
 
-# -- no confirmed answer: the closest lines or nothing relevant (rag/outcomes.py) -------------------
+# -- no confirmed answer: the closest lines or nothing relevant (rag/answer/outcomes.py) -------------------
 @pytest.mark.parametrize("pool, cited", [(None, {"cap"}), ((0.05, 8), {"af", "cap"})])
 def test_unconfirmed_closest_lines_come_from_the_closest_pool(pool, cited):
     reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")  # passages: cap 0.9, af 0.1
-    settings = PipelineSettings(
-        threshold=0.5, keep=3, quote_threshold=1.0, quote_sentences=3, closest_pool=pool
-    )
+    wide = {"closest_pool_threshold": pool[0], "closest_pool_keep": pool[1]} if pool else {}
+    profile = fake_profile({"rerank": {"threshold": 0.5, "keep": 3}, "quote": {"threshold": 1.0, **wide}})
     gen = FakeGenerator("No citation here.")  # generated, then removed by the gate: nothing confirmed
-    pipe = Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), settings=settings)
+    pipe = Pipeline(DocRetriever(), reranker, gen, verifier=ScriptedVerifier(), profile=profile)
     answer = pipe.answer("Which score estimates stroke risk in AF?")
     assert answer.outcome == "closest_lines" and answer.mode == "abstained"
     assert {c.doc_id for c in answer.citations} == cited
@@ -552,12 +480,16 @@ def test_unconfirmed_closest_lines_come_from_the_closest_pool(pool, cited):
 
 def test_closest_lines_under_the_floor_are_nothing_relevant_and_no_kept_passage_is_too():
     reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")
-    settings = PipelineSettings(threshold=0.5, keep=3, quote_threshold=1.0, closest_floor=1.0)
+    profile = fake_profile(
+        {"rerank": {"threshold": 0.5, "keep": 3}, "quote": {"threshold": 1.0, "closest_floor": 1.0}}
+    )
     pipe = Pipeline(
-        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), settings=settings
+        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), profile=profile
     )
     answer = pipe.answer("Which score estimates stroke risk in AF?")
     assert answer.outcome == "nothing_relevant" and answer.text == NOTHING_RELEVANT
     assert answer.citations == () and answer.evidence  # the passages read are still listed
-    nothing_kept = pipe.with_settings(threshold=0.99).answer("Which score estimates stroke risk in AF?")
+    nothing_kept = pipe.with_changes({"rerank": {"threshold": 0.99}}).answer(
+        "Which score estimates stroke risk in AF?"
+    )
     assert nothing_kept.outcome == "nothing_relevant" and nothing_kept.evidence == ()

@@ -55,55 +55,83 @@ def test_the_support_policy_defaults_to_drop_and_reaches_the_pipeline(tmp_path, 
     with pytest.raises(ConfigError, match=r"verify\.policy"):
         load_profile(bad)
     mine = tmp_path / "mine.toml"
-    mine.write_text('[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "none"\n[verify]\npolicy = "flag"\n')
+    mine.write_text(
+        '[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "none"\nthreshold = "unset"\n'
+        '[verify]\npolicy = "flag"\n[quote]\nthreshold = "unset"\n'
+    )
     assembled = assemble(load_profile(mine), bm25_paths, generator=LetterModel())
     try:
-        assert assembled.pipeline.settings.support_policy == "flag"
+        assert assembled.pipeline.profile.verify.policy == "flag"
         assert assembled.pipeline.verifier is None  # a BM25-only index: the gate labels sentences unverified
     finally:
         assembled.close()
 
 
-def test_the_sentence_budget_is_off_by_default_and_reaches_the_pipeline(tmp_path, bm25_paths):
-    from rag.assemble import assemble
-    from tests.helpers import LetterModel
+def _fields(model: type) -> dict[str, object]:
+    """Every setting of a profile model, by dotted name, with its field."""
+    from pydantic import BaseModel
 
-    assert load_profile().rerank.sentence_budget is None
-    too_small = tmp_path / "small.toml"
-    too_small.write_text("[rerank]\nsentence_budget = 8\n")
-    with pytest.raises(ConfigError, match=r"rerank\.sentence_budget"):
-        load_profile(too_small)
-    for budget, line in ((96, "sentence_budget = 96\n"), (None, "")):
-        mine = tmp_path / "mine.toml"
-        mine.write_text(f'[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "trained"\n{line}')
-        assembled = assemble(load_profile(mine), bm25_paths, generator=LetterModel())
-        try:
-            assert assembled.pipeline.settings.sentence_budget == budget
-        finally:
-            assembled.close()
+    out: dict[str, object] = {}
+    for key, field in model.model_fields.items():
+        inner = field.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            out |= {f"{key}.{k}": f for k, f in _fields(inner).items()}
+        else:
+            out[key] = field
+    return out
 
 
-@pytest.mark.parametrize("backend", ["none", "llm"])
-def test_a_sentence_budget_without_the_trained_reranker_is_refused_at_assembly(tmp_path, bm25_paths, backend):
-    from rag.assemble import assemble
-    from tests.helpers import LetterModel
+def _settings(raw: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in raw.items():
+        if isinstance(value, dict):
+            out |= _settings(value, f"{prefix}{key}.")
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
 
+
+def test_default_toml_is_the_one_home_of_every_default():
+    """No profile model field has a default in the code; default.toml sets every one of them
+    (``"unset"`` where it has no value), so the code and the file cannot disagree."""
+    import tomllib
+
+    from pydantic_core import PydanticUndefined
+
+    from rag.profile import DEFAULT_FILE, Profile
+
+    fields = _fields(Profile)
+    with_defaults = [k for k, f in fields.items() if f.default is not PydanticUndefined or f.default_factory]
+    assert with_defaults == []
+    written = _settings(tomllib.loads(DEFAULT_FILE.read_text(encoding="utf-8")))
+    assert set(fields) - {"name"} == set(written)
+
+
+def test_every_other_profile_states_only_what_it_changes(tmp_path):
+    import tomllib
+
+    from rag.profile import PROFILES_DIR, UNSET
+
+    default = _settings(load_profile("default").model_dump(mode="json"))
+    for path in PROFILES_DIR.glob("*.toml"):
+        if path.stem == "default":
+            continue
+        changes = _settings(tomllib.loads(path.read_text(encoding="utf-8")))
+        same = [
+            k for k, v in changes.items() if k != "description" and default[k] == (None if v == UNSET else v)
+        ]
+        assert same == [], path.name
     mine = tmp_path / "mine.toml"
-    mine.write_text(f'[retrieval]\nmode = "bm25"\n[rerank]\nbackend = "{backend}"\nsentence_budget = 96\n')
-    profile = load_profile(mine)  # a valid profile: the combination is what assembly refuses
-    fix = r'set rerank\.backend = "trained" or remove rerank\.sentence_budget'
-    with pytest.raises(ConfigError, match=fix):
-        assemble(profile, bm25_paths, generator=LetterModel())
+    mine.write_text('[rerank]\nkeep = 2\n[quote]\nthreshold = "unset"\n')
+    profile = load_profile(mine)
+    assert (profile.name, profile.rerank.keep, profile.quote.threshold) == ("mine", 2, None)
+    assert profile.rerank.threshold == load_profile().rerank.threshold  # the rest from default.toml
 
 
-def test_the_quote_pool_reaches_the_pipeline_settings(tmp_path):
-    from rag.pipeline import PipelineSettings
-
-    mine = tmp_path / "mine.toml"
-    mine.write_text("[quote]\nthreshold = 0.5\npool_threshold = 0.1\npool_keep = 6\n")
-    settings = PipelineSettings.from_profile(load_profile(mine))
-    assert settings.quote_pool == (0.1, 6)
+def test_a_missing_profile_file_is_not_found_and_unset_is_only_for_settings_that_may_be_unset(tmp_path):
+    with pytest.raises(ConfigError, match="profile file not found"):
+        load_profile(tmp_path / "nope.toml")
     bad = tmp_path / "bad.toml"
-    bad.write_text("[quote]\npool_keep = 0\n")
-    with pytest.raises(ConfigError, match=r"quote\.pool_keep"):
+    bad.write_text('[rerank]\nkeep = "unset"\n')
+    with pytest.raises(ConfigError, match=r"rerank\.keep"):
         load_profile(bad)

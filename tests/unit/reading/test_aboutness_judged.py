@@ -1,4 +1,4 @@
-"""The judged aboutness rule (rag/check/aboutness.py: AboutnessModel over terms.py's concepts)."""
+"""The judged aboutness rule (rag/reading/aboutness.py: AboutnessModel over terms.py's concepts)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import pytest
 
 from core.types import Chunk
 from evals.datasets.clinician import FROZEN_SHA256
-from rag.check.aboutness import ABOUTNESS_MODEL, AboutnessModel, Question, written_abbreviations
-from rag.check.rules import GateRules
-from rag.check.terms import Vocabulary, everyday_words
+from rag.profile import default_profile
+from rag.reading.aboutness import ABOUTNESS_MODEL, AboutnessModel, missing, written_abbreviations
+from rag.reading.question import ReadQuestion
+from rag.reading.terms import Vocabulary, everyday_words
 
-JUDGED = GateRules(terms="judged")
+JUDGED = default_profile().verify.model_copy(update={"about": "judged", "min_about": None})
 
 
 def chunk(title: str, section: tuple[str, ...], text: str) -> Chunk:
@@ -45,22 +46,22 @@ def test_more_coverage_or_more_relevance_is_never_less_about():
 
 
 def test_an_abbreviation_the_corpus_defines_meets_its_long_form():
-    question = Question.read("What oral antibiotic is first-line for low-severity CAP?", vocabulary(), JUDGED)
+    question = ReadQuestion.read("What oral antibiotic is first-line for low-severity CAP?", vocabulary)
     bts = chunk(
         "Antibiotic Therapy for Community Acquired Pneumonia",
         ("Low Severity",),
         "First-line: Amoxicillin 500 mg TDS orally for 5 days.",
     )
-    assert question.missing(bts, relevance=0.9) == ()
-    assert question.missing(bts) == ()  # without a relevance probability too
+    assert missing(question, bts, JUDGED, 0.9) == ()
+    assert missing(question, bts, JUDGED) == ()  # without a relevance probability too
 
 
 def test_a_passage_that_never_names_the_drug_asked_about_is_not_about_it():
-    question = Question.read(
-        "What is the recommended dose of pembrolizumab for metastatic melanoma?", vocabulary(), JUDGED
+    question = ReadQuestion.read(
+        "What is the recommended dose of pembrolizumab for metastatic melanoma?", vocabulary
     )
     familial = chunk("Familial melanoma", ("Phenotypes", "Very frequent (80-99%)"), "Melanoma\nNevus")
-    assert "pembrolizumab" in question.missing(familial, relevance=0.6)
+    assert "pembrolizumab" in missing(question, familial, JUDGED, 0.6)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.check.conditions import LineContext, question_conditions, read_values, verdict
+from rag.reading.conditions import LineContext, question_conditions, read_values, verdict
 
 TABLE = "| Route | Dose | Concentration |\n|---|---|---|"
 AKI = "| Stage | Serum Creatinine | Urine Output |\n|---|---|---|"

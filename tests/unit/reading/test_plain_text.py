@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.check.plain_text import plain_text
+from rag.reading.plain_text import plain, plain_text
 
 KDIGO = """| Stage | GFR (mL/min/1.73m²) | Description |
 |-------|---------------------|-------------|
@@ -34,8 +34,13 @@ def test_emphasis_code_heading_and_quote_markers_go_words_and_symbols_stay() -> 
     assert plain_text(text) == "Target\n- Target: SU < 6 mg/dL for all patients\nqsofa is two of three"
 
 
-def test_a_lone_or_spaced_marker_is_left_alone() -> None:
-    assert plain_text("2 ** 3 and a__b and **") == "2 ** 3 and a__b and **"
+def test_a_lone_marker_goes_too_and_plain_is_the_same_stripping_on_one_line() -> None:
+    # a bold run the summary broke ("*Action:** Initiate") and a code fence around a flowchart
+    assert plain_text("*Action:** Initiate **statin**") == "*Action: Initiate statin"
+    assert plain_text("```\nECG within 10 min\n```") == "\nECG within 10 min\n"
+    # a comparator opening a table cell is no quote mark
+    assert plain_text("| > 140 | High |") == "> 140 High"
+    assert plain("| > 140 | **High** |\n## Risk\n> quoted") == "> 140 High Risk quoted"
 
 
 @given(st.text(alphabet=st.characters(blacklist_characters="*_`|#>\r"), max_size=200))

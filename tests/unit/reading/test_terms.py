@@ -1,4 +1,4 @@
-"""The concepts a question names and how a passage covers them (rag/check/terms.py, abbreviations.py)."""
+"""The concepts a question names and how a passage covers them (rag/reading/terms.py, abbreviations.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from core.types import Chunk
-from rag.check.abbreviations import best_long_form, corpus_pairs, pairs_in
-from rag.check.terms import Vocabulary, chunk_stems, coverage, stem
+from rag.reading.abbreviations import best_long_form, corpus_pairs, pairs_in
+from rag.reading.terms import Vocabulary, chunk_stems, coverage, stem
 from tests.helpers import make_chunk
 
 

@@ -77,25 +77,15 @@ def test_a_question_longer_than_the_model_input_is_cut_not_refused() -> None:
     assert len(ranked) == 2 and all(0.0 <= h.score <= 1.0 for h in ranked)
 
 
-def test_it_selects_sentences_counting_wordpieces_with_its_own_tokenizer() -> None:
-    from rag.rerank.sentences import SentenceModel, select_sentences
+def test_it_reads_lines_for_the_quote_model() -> None:
+    from rag.rerank.sentences import SentenceScorer
 
     reranker = TrainedReranker()
-    assert isinstance(reranker, SentenceModel)  # what the pipeline's sentence_budget needs
-    tokenizer = reranker._tokenizer
-    sentence = "qSOFA counts a respiratory rate of 22/min or more."
-    assert reranker.wordpieces(sentence) == tokenizer.count([sentence])[0] > len(sentence.split())
-    text = (
-        "Marfan syndrome is inherited in an autosomal dominant pattern. "
-        + sentence
-        + " Lens dislocation is common in Marfan syndrome."
-    )
-    selected = select_sentences(
-        "What does qSOFA count?",
-        [_hit(1, "Guideline", text)],
-        reranker,
-        reranker.wordpieces(sentence),
-        reranker.wordpieces,
-    )
-    assert [h.chunk.text for h in selected] == [sentence]
-    assert text[selected[0].chunk.start : selected[0].chunk.end] == sentence
+    assert isinstance(reranker, SentenceScorer)  # what quoting needs of the reranker
+    question = "What does qSOFA count?"
+    lines = [
+        "qSOFA counts a respiratory rate of 22/min or more.",
+        "Lens dislocation is common in Marfan syndrome.",
+    ]
+    logits = reranker.logits(question, lines)
+    assert logits.shape == (2,) and logits[0] > logits[1]

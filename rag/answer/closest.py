@@ -1,0 +1,77 @@
+"""What is said when no answerer answers: the closest lines, or "nothing relevant".
+
+The closest lines are the lines most likely to answer, shown as not confirmed, when the best
+reaches ``[quote] closest_floor``; they come from the line judge's lines of the kept passages,
+or with ``[quote] closest_pool_threshold`` from a wider pool of the candidates (scored once, now
+that no line is confirmed). Without scored lines the kept passages are the closest, whole: when
+the quote checks barred every line (the relevance model still kept the passages), or with no
+quote model unless none is about the question. Otherwise: nothing relevant.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from core.errors import ModelError
+from core.types import Answer, Hit, SentenceSupport
+from rag.answer.outcomes import lines_reply, nothing_relevant
+from rag.reading.lines import Line
+from rag.reading.quote_model import LineJudge, ScoredLines, closest_lines
+from rag.turn import Turn
+
+
+class NonAnswer:
+    """Says the closest lines or nothing relevant for a turn no answerer answered; ``judge``:
+    what gave the lines their P(answers) (None: none was scored), ``floor``: the P the best
+    closest line needs, ``pool``: (P(relevant) floor, how many) of a wider pool of candidates."""
+
+    def __init__(
+        self,
+        judge: LineJudge | None,
+        floor: float,
+        count: int,
+        pool: tuple[float, int] | None,
+        stop: Sequence[str],
+    ) -> None:
+        self.judge, self.floor, self.count, self.pool, self.stop = judge, floor, count, pool, tuple(stop)
+
+    def reply(self, turn: Turn, removed: Sequence[SentenceSupport] = ()) -> Answer:
+        """The closest lines or nothing relevant (module docstring), noting ``turn.why``;
+        ``removed``: what the gate did with a generation, kept on the record."""
+        found, count, why = turn.found, self.count, turn.why
+        removed = tuple(s for s in removed if s.status == "removed")
+        pool, scored = self._closest_pool(turn)
+        if scored is not None and self.judge is not None and (scored.lines or scored.conflicting):
+            lines = closest_lines(scored, self.judge.model, count)
+            if lines[0].probability >= self.floor:
+                return self._cut(lines_reply(turn, lines, pool, confirmed=False, notes=why, removed=removed))
+        elif found.kept and (turn.lines is not None or not turn.off_topic):  # unscored: passages whole
+            whole = [Line(hit, n, float("nan")) for n, hit in enumerate(found.kept[:count], start=1)]
+            return self._cut(
+                lines_reply(turn, whole, found.kept, confirmed=False, notes=why, removed=removed)
+            )
+        return nothing_relevant(turn, why, removed)
+
+    def _closest_pool(self, turn: Turn) -> tuple[list[Hit], ScoredLines | None]:
+        """The passages closest lines come from and their scored lines: the kept passages', or
+        with ``closest_pool_threshold`` the wider pool's, scored now (a failing model keeps the
+        former)."""
+        found = turn.found
+        if self.pool is None or self.judge is None or turn.lines is None or not found.kept:
+            return found.kept, turn.lines
+        floor, n = self.pool
+        ranked = [h for h in sorted(found.kept + found.dropped, key=lambda h: -h.score) if h.score >= floor]
+        pool = [dataclasses.replace(h, rank=r) for r, h in enumerate(ranked[:n], start=1)]
+        try:
+            with turn.clock.stage("closest"):
+                scored = self.judge.lines(turn.read, pool)
+        except ModelError:
+            return found.kept, turn.lines
+        return pool, scored
+
+    def _cut(self, answer: Answer) -> Answer:
+        """``answer`` with its text cut before the first of the client's ``stop`` sequences, as a
+        generated text would be (OpenAI's contract: the content never holds one)."""
+        cuts = [answer.text.find(stop) for stop in self.stop if stop and stop in answer.text]
+        return dataclasses.replace(answer, text=answer.text[: min(cuts)].rstrip()) if cuts else answer
