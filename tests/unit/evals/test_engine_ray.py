@@ -66,7 +66,7 @@ def test_a_ray_run_writes_the_records_of_a_local_run(ray_session, index_dir, tmp
     monkeypatch.setitem(FREE_TEXT_LOADERS, "af", lambda paths: questions)
     profile = tmp_path / "fast-flag.toml"  # "flag": BM25-only answers are kept (labelled) and judged
     fast = (PROFILES_DIR / "fast.toml").read_text()
-    profile.write_text(fast.replace('[verify]\n', '[verify]\npolicy = "flag"\n'))
+    profile.write_text(fast.replace("[verify]\n", '[verify]\npolicy = "flag"\n'))
     cfg = config("same", profile=str(profile), answers=[{"dataset": "af", "n": 2}])
 
     def run(name: str, data: str, **engine: RayEngine):

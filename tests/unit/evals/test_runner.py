@@ -191,7 +191,7 @@ def test_free_text_answers_are_judged_per_item_with_nan_accounting(paths, tmp_pa
     # verified and every answer abstains; "flag" keeps the answer, labelled [UNVERIFIED], to judge.
     profile = tmp_path / "fast-flag.toml"
     fast = (PROFILES_DIR / "fast.toml").read_text()
-    profile.write_text(fast.replace('[verify]\n', '[verify]\npolicy = "flag"\n'))
+    profile.write_text(fast.replace("[verify]\n", '[verify]\npolicy = "flag"\n'))
     cfg = config(
         "answers",
         mcq=[],

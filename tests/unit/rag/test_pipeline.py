@@ -440,15 +440,9 @@ def test_an_unsure_quote_sends_the_question_on_to_generation():
 
 def test_a_quote_holding_a_clients_stop_sequence_is_generated_instead():
     pipe, gen, _ = quote_pipeline(0.0)
-    answer = pipe.with_options(stop=("stroke",)).answer(
-        "Which score estimates stroke risk in AF?"
-    )
+    answer = pipe.with_options(stop=("stroke",)).answer("Which score estimates stroke risk in AF?")
     assert len(gen.calls) == 1 and "stroke" not in answer.text
-    assert (
-        pipe.with_options(stop=("zzz",))
-        .answer("Which score estimates stroke risk in AF?")
-        .citations
-    )
+    assert pipe.with_options(stop=("zzz",)).answer("Which score estimates stroke risk in AF?").citations
 
 
 def test_a_failing_quote_scorer_generates_instead_and_says_so():
