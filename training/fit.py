@@ -43,6 +43,24 @@ class FitConfig:
     trainable_from: int = 4
     max_length: int = 192
     checkpoint_every: int = 200
+    # with groups (``train(groups=...)``): each batch holds whole groups (a question's candidate
+    # lines), and the loss adds the listwise one (softmax over a group, its positives the target)
+    listwise_weight: float = 0.0
+
+
+def group_batches(groups: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+    """Shuffled batches of whole groups (about ``batch_size`` items each), each index exactly once."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    order = list(members)
+    rng.shuffle(order)
+    batches: list[list[int]] = [[]]
+    for g in order:
+        if batches[-1] and len(batches[-1]) + len(members[g]) > batch_size:
+            batches.append([])
+        batches[-1].extend(members[g])
+    return [b for b in batches if b]
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
@@ -170,15 +188,17 @@ def train(
     folder: Path,
     validate: Callable[[RelevanceModel], float],
     max_steps: int | None = None,
+    groups: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Train ``model``'s top layers; ``validate(model) -> float`` scores an epoch (higher is better).
+    ``groups``: each pair's group (with ``config.listwise_weight``, the listwise loss's lists).
 
     Returns the progress record: per-epoch loss and validation score, the best epoch, time.
     The best epoch's trainable tensors are left loaded in ``model``. ``max_steps`` stops this
     call after that many steps, checkpointed (``state["finished"]`` is then False); calling
     again with the same folder goes on from there.
     """
-    run = _start(model, hidden, labels, config, folder, max_steps)
+    run = _start(model, hidden, labels, config, folder, max_steps, groups)
     state = run.state
     while state["step"] < run.stop_at:
         epoch, running = _train_epoch(run)
@@ -215,6 +235,7 @@ class _Run:
     stop_at: int
     started: float  # perf_counter at the start, less the seconds of earlier calls
     bar: Any
+    groups: Sequence[int] | None = None
 
 
 def _optimizer(model: RelevanceModel, config: FitConfig) -> Any:
@@ -243,15 +264,20 @@ def _start(
     config: FitConfig,
     folder: Path,
     max_steps: int | None,
+    groups: Sequence[int] | None = None,
 ) -> _Run:
     """The optimizer, the schedule and the progress record (resumed from ``folder`` when there)."""
     torch = require("torch", package="torch", extra="dense")
     optimizer = _optimizer(model, config)
     base_lrs = [g["lr"] for g in optimizer.param_groups]
-    steps_per_epoch = -(-len(hidden) // config.batch_size)
+    if groups is not None:
+        steps_per_epoch = len(group_batches(groups, config.batch_size, random.Random(0)))
+    else:
+        steps_per_epoch = -(-len(hidden) // config.batch_size)
     total = steps_per_epoch * config.epochs
     warmup = max(1, int(config.warmup_share * steps_per_epoch * config.epochs))
     checkpoint, best_path = Checkpoint(folder), folder / "best.safetensors"
+    folder.mkdir(parents=True, exist_ok=True)  # the best epoch may be written before a checkpoint
     state = checkpoint.load(model, optimizer, config) or {
         "config": asdict(config),
         "step": 0,
@@ -285,6 +311,7 @@ def _start(
         stop_at,
         started,
         bar,
+        groups,
     )
 
 
@@ -292,7 +319,11 @@ def _train_epoch(run: _Run) -> tuple[int, list[float]]:
     """The rest of the current epoch's batches, up to ``stop_at``; its number and batch losses."""
     state, config = run.state, run.config
     epoch, done_in_epoch = divmod(state["step"], run.steps_per_epoch)
-    batches = length_batches(run.lengths, config.batch_size, random.Random(config.seed * 1000 + epoch))
+    rng = random.Random(config.seed * 1000 + epoch)
+    if run.groups is not None:
+        batches = group_batches(run.groups, config.batch_size, rng)
+    else:
+        batches = length_batches(run.lengths, config.batch_size, rng)
     running: list[float] = []
     for rows in batches[done_in_epoch:]:
         if state["step"] >= run.stop_at:
@@ -313,11 +344,27 @@ def _train_step(run: _Run, rows: list[int]) -> float:
     for group, lr in zip(run.optimizer.param_groups, run.base_lrs, strict=True):
         group["lr"] = lr * min(1.0, scale)
     batch, mask = stack([run.hidden[i] for i in rows])
-    loss = run.loss_fn(run.model.logits_from_hidden(batch, mask), run.target[rows])
+    logits = run.model.logits_from_hidden(batch, mask)
+    target = run.target[rows]
+    loss = run.loss_fn(logits, target)
+    if run.groups is not None and run.config.listwise_weight:
+        loss = loss + run.config.listwise_weight * _listwise(logits, target, [run.groups[i] for i in rows])
     run.optimizer.zero_grad()
     loss.backward()
     run.optimizer.step()
     return float(loss.item())
+
+
+def _listwise(logits: Any, target: Any, groups: Sequence[int]) -> Any:
+    """Mean over the groups holding a positive of ``-log(sum softmax over the group's positives)``."""
+    torch = require("torch", package="torch", extra="dense")
+    losses = []
+    for g in dict.fromkeys(groups):
+        rows = [i for i, h in enumerate(groups) if h == g]
+        z, y = logits[rows], target[rows]
+        if y.sum() > 0:
+            losses.append(torch.logsumexp(z, 0) - torch.logsumexp(z[y > 0], 0))
+    return torch.stack(losses).mean() if losses else logits.sum() * 0.0
 
 
 def _end_epoch(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from core.paths import Paths
 from medcite.commands import Handler, Sub
@@ -49,19 +50,24 @@ def _model_commands(sub: Sub) -> None:
 
 def _cmd_models_fetch(args: argparse.Namespace, paths: Paths) -> int:
     from indexes.dense.embedder import MiniLmEmbedder
-    from rag.check.support_model import TrainedSupport
+    from rag.gate.support_model import TrainedSupport
     from rag.generate.models import DEFAULT_GENERATOR, fetch_model
+    from rag.reading.reader import SHIPPED_READER, TrainedReader
+    from rag.rerank.adapter import MANIFEST_FILE
     from rag.rerank.trained import TrainedReranker
 
     path = fetch_model(paths.model_dir, DEFAULT_GENERATOR)
     print(f"{DEFAULT_GENERATOR.name}: {path} (sha256 verified)")
     # The MiniLM models are scored with ONNX Runtime; exporting them here (once per set of
     # weights) spares the first question the torch import and the export.
-    for name, model in (
+    models: list[tuple[str, Any]] = [
         ("embedder", MiniLmEmbedder()),
         ("relevance", TrainedReranker()),
         ("support", TrainedSupport()),
-    ):
+    ]
+    if (SHIPPED_READER / MANIFEST_FILE).is_file():
+        models.append(("reader", TrainedReader()))
+    for name, model in models:
         print(f"{name} model for ONNX Runtime: {model.prepare()}")
     return 0
 
@@ -112,7 +118,7 @@ def _cmd_models_train_support(args: argparse.Namespace, paths: Paths) -> int:
     folder = train_support(paths, out, config, fit)
     print(
         f'support model written to {folder}; use it with [verify] backend = "trained", '
-        f'model_path = "{folder}", or copy it to rag/check/weights/support-minilm to ship it'
+        f'model_path = "{folder}", or copy it to rag/gate/weights/support-minilm to ship it'
     )
     return 0
 

@@ -54,6 +54,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
     "train": {
         "aboutness": "training.aboutness",
         "quotes": "training.quotes",
+        "reader": "training.reader",
     },
     "study": {
         "verifier": "evals.studies.verifier",
