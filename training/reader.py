@@ -14,7 +14,8 @@ of (a sample of) its questions -> **calibration** on those held-out logits (Plat
 ``P(answers) = sigmoid(a * logit + b)``) -> **thresholds** from the held-out questions: the answer
 threshold by Learn-then-Test (the lowest threshold, tested from the top down, at which "shown
 answers are right >= 95%" is supported with 90% confidence: binomial p-value <= 0.10), the floor
-under which nothing is relevant -> the final model trained on every folder -> ``model/`` with
+under which nothing is relevant -> the final model trained on every folder (``--fold K``: the
+model trained without fold K itself, calibrated on fold K: one training, not four) -> ``model/`` with
 ``adapter.safetensors`` and ``manifest.json`` (data hashes, metrics, the risk-coverage curve, the
 command). Copy ``model`` to ``rag/reading/weights/reader-minilm`` to ship it.
 """
@@ -50,11 +51,20 @@ CONFIDENCE = 0.90
 FLOOR_MISS = 0.02  # answerable questions with their answer read told "nothing relevant", at most
 
 
+# Listwise over each question's candidate lines beside the pairwise loss: on 80 held-out fold-0
+# questions it ranked the answering line first for 0.325 (pairwise alone: 0.23, as untrained);
+# docs/results/clinician/reader.md.
+FIT = FitConfig(
+    epochs=1, batch_size=48, lr_layers=1e-3, max_length=160, checkpoint_every=100, listwise_weight=1.0
+)
+
+
 @dataclass(frozen=True)
 class ReaderConfig:
     seed: int = 13
     candidates: int = 10  # hybrid chunks whose lines are read, as the chain reads them
-    negatives: int = 10  # lines that do not answer, per question, for training
+    negatives: int = 12  # lines that do not answer, per question, for training
+    same_chunk: int = 4  # of them at most, other lines of the answering chunk
     folds: int = 3
     held_out_per_fold: int = 400  # questions of a fold read whole to calibrate and choose thresholds
     validation_share: float = 0.1  # of the training questions, by question, to pick the epoch
@@ -164,7 +174,7 @@ def _pairs(
     rng = random.Random(config.seed)
     owner, labels, encoded = [], [], []
     for item in items:
-        for line in training_lines(lines[item.qid], config.negatives, rng):
+        for line in training_lines(lines[item.qid], config.negatives, rng, config.same_chunk):
             owner.append(item.qid)
             labels.append(line.label)
             encoded.append(tokenizer.encode(item.question, [line.text])[0])
@@ -206,6 +216,7 @@ def _fit_on(
         fit_config,
         folder,
         validate=lambda m: _top1(m, pairs, held),
+        groups=[pairs.owner[i] for i in rows],  # type: ignore[misc]
     )
 
 
@@ -305,9 +316,10 @@ def floor_of(rows: Sequence[dict[str, Any]], a: float, b: float) -> float:
 
 
 def cross_fit(
-    paths: Paths, out: Path, config: ReaderConfig, fit_config: FitConfig
+    paths: Paths, out: Path, config: ReaderConfig, fit_config: FitConfig, only: int | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The held-out rows of every fold (each read by a model trained without its folders)."""
+    """The held-out rows of every fold (each read by a model trained without its folders); with
+    ``only``, of that fold alone (its model in ``out/fold<only>``)."""
     items = load_training()
     lines = candidates(paths, config, items)
     rows_file = out / "held_out.jsonl"
@@ -320,6 +332,8 @@ def cross_fit(
     states: dict[str, Any] = {}
     pairs: _Pairs | None = None
     for k, held in enumerate(groups):
+        if only is not None and k != only:
+            continue
         fold_items = [i for i in items if i.group in held]
         sample = random.Random(config.seed + k).sample(
             fold_items, min(config.held_out_per_fold, len(fold_items))
@@ -337,31 +351,41 @@ def cross_fit(
     return list(done.values()), {"folds": [sorted(g) for g in groups], "fits": states}
 
 
-def train_reader(paths: Paths, out: Path, config: ReaderConfig, fit_config: FitConfig) -> Path:
-    """Every step (module docstring); the model folder."""
+def train_reader(
+    paths: Paths, out: Path, config: ReaderConfig, fit_config: FitConfig, fold: int | None = None
+) -> Path:
+    """Every step (module docstring); the model folder. With ``fold``: the model trained without
+    that fold's folders, calibrated and thresholded on its held-out questions (no final model)."""
     from rag.rerank.adapter import ADAPTER_FILE, MANIFEST_FILE
 
     started = time.perf_counter()
     if training_sha256() != TRAIN_SHA256:
         raise SystemExit("the training set is not the frozen one (evals/datasets/clinician.py: TRAIN_SHA256)")
-    rows, folds = cross_fit(paths, out, config, fit_config)
+    rows, folds = cross_fit(paths, out, config, fit_config, only=fold)
     a, b = calibrate(rows)
     grid = [round(t, 3) for t in np.arange(0.3, 0.991, 0.01)]
     curve = risk_curve(rows, a, b, grid)
     answer = learn_then_test(curve)
     floor = floor_of(rows, a, b)
-    items = load_training()
-    lines = candidates(paths, config, items)
     model, tokenizer = _reader_model(config, fit_config)
-    pairs = _pairs(model, tokenizer, items, lines, config)
-    final = _fit_on(model, pairs, {i.qid for i in items}, config, fit_config, out / "final")
+    final: dict[str, Any] | None
+    if fold is None:
+        items = load_training()
+        pairs = _pairs(model, tokenizer, items, candidates(paths, config, items), config)
+        final = _fit_on(model, pairs, {i.qid for i in items}, config, fit_config, out / "final")
+    else:
+        final = load_finished(model, fit_config, out / f"fold{fold}")
+        if final is None:
+            raise SystemExit(
+                f"fold {fold}'s model in {out} is unfinished; run the command again to resume it"
+            )
     model_dir = out / "model"
     model_dir.mkdir(parents=True, exist_ok=True)
     save_float16(model, model_dir / ADAPTER_FILE)
     thresholds = {"answer": answer, "floor": floor, "calibration": (a, b), "curve": curve}
-    manifest = _manifest(
-        model_dir / ADAPTER_FILE, rows, thresholds, {"folds": folds, "final": final}, config, fit_config
-    )
+    fits = {"folds": folds, "final": final, "shipped": "final" if fold is None else f"fold{fold}"}
+    manifest = _manifest(model_dir / ADAPTER_FILE, rows, thresholds, fits, config, fit_config)
+    manifest["command"] = "medcite train reader" + ("" if fold is None else f" --fold {fold}")
     (model_dir / MANIFEST_FILE).write_text(
         json.dumps({**manifest, **cost(started)}, indent=1), encoding="utf-8"
     )
@@ -427,13 +451,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=None, help="default: DATA_DIR/training/reader")
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument(
+        "--fold",
+        type=int,
+        default=None,
+        help="ship the model trained without this fold, calibrated on it (one training, not four)",
+    )
     args = parser.parse_args(argv)
     paths = Paths.from_env()
-    fit_config = FitConfig(epochs=args.epochs, max_length=160, lr_layers=2e-4, checkpoint_every=400)
-    folder = train_reader(
-        paths, args.out or paths.data_dir / "training" / "reader", ReaderConfig(), fit_config
-    )
+    out = args.out or paths.data_dir / "training" / "reader"
+    config = ReaderConfig()
+    if args.fold is not None and not 0 <= args.fold < config.folds:
+        parser.error(f"--fold must be 0..{config.folds - 1}")
+    fit_config = FitConfig(**{**asdict(FIT), "epochs": args.epochs})
+    folder = train_reader(paths, out, config, fit_config, args.fold)
     print(f"wrote {folder}; copy it to rag/reading/weights/reader-minilm to ship it")
     return 0
 

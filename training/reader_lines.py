@@ -8,7 +8,8 @@ answering and sibling lines, each line in its context (``line_context``). A line
 located in the guideline's files), a **sibling** when inside a sibling line (the line for another
 patient), **same_chunk** when it shares a chunk with an answer, else **other**. Near-corpus
 questions have no answer. Training samples, per question, every answer and sibling and then other
-lines up to ``negatives`` (same-chunk lines first); evaluation reads every candidate line.
+lines up to ``negatives`` (a few of the answering chunk's, the rest of other chunks); evaluation reads
+every candidate line.
 """
 
 from __future__ import annotations
@@ -132,16 +133,21 @@ def _overlaps(chunk: Chunk, span: Span) -> bool:
     return chunk.doc_id == doc and chunk.start < end and start < chunk.end
 
 
-def training_lines(lines: Sequence[ReadLine], negatives: int, rng: random.Random) -> list[ReadLine]:
-    """What one question trains on: every answer and sibling, then same-chunk lines, then others,
-    up to ``negatives`` lines that do not answer."""
+def training_lines(
+    lines: Sequence[ReadLine], negatives: int, rng: random.Random, same_chunk: int = 4
+) -> list[ReadLine]:
+    """What one question trains on: every answer and sibling, then up to ``same_chunk`` other
+    lines of the answering chunk, then lines of the other chunks read, up to ``negatives`` lines
+    that do not answer. Most negatives come from other chunks: the reader's first errors were
+    lines of the wrong chunk (docs/results/clinician/reader.md)."""
     keep = [line for line in lines if line.kind in ("answer", "sibling")]
     room = negatives - sum(1 for line in keep if line.kind == "sibling")
-    for kind in ("same_chunk", "other"):
+    for kind, cap in (("same_chunk", same_chunk), ("other", negatives)):
         pool = [line for line in lines if line.kind == kind]
         rng.shuffle(pool)
-        keep += pool[: max(0, room)]
-        room -= len(pool[: max(0, room)])
+        taken = pool[: max(0, min(room, cap))]
+        keep += taken
+        room -= len(taken)
     return keep
 
 

@@ -40,6 +40,7 @@ from core.types import Answer
 from evals.datasets.clinician import (
     FROZEN_SHA256,
     TEST2_FILE,
+    TEST3_FILE,
     ClinicianItem,
     file_sha256,
     key_fact_given,
@@ -408,9 +409,13 @@ def thresholds(text: str) -> list[float]:
     return values
 
 
+# the fresh test parts, each its own frozen file (the others are parts of the issue-31 file)
+FRESH_TEST_PARTS = {"test-2": TEST2_FILE, "test-3": TEST3_FILE}
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("dev", "test", "test-2"), default="dev")
+    parser.add_argument("--part", choices=("dev", "test", "test-2", "test-3"), default="dev")
     parser.add_argument("--profile", default="default")
     parser.add_argument("--about", choices=("judged", "every", "off"), default=None)
     parser.add_argument("--min-about", type=float, default=None)
@@ -471,8 +476,8 @@ def run(args: argparse.Namespace) -> None:
     paths = Paths.from_env()
     profile = load_profile(args.profile)
     # In a seeded random order, kinds interleaved: a run stopped early is a random sample of the part.
-    questions = TEST2_FILE if args.part == "test-2" else None
-    items = load_clinician(TEST2_FILE) if questions else load_clinician(part=args.part)
+    questions = FRESH_TEST_PARTS.get(args.part)
+    items = load_clinician(questions) if questions else load_clinician(part=args.part)
     random.Random(SEED).shuffle(items)
     items = items[: args.limit]
     if args.ablate:  # the questions of an earlier run

@@ -30,6 +30,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "condition-reader": "bench.answers.condition_reader",
         "evidence-threshold": "bench.answers.evidence_threshold",
         "judge-prompts": "bench.answers.judge_prompts",
+        "line-choice": "bench.answers.line_choice",
         "outcomes": "bench.answers.outcomes",
         "quote-reach": "bench.answers.quote_reach",
         "ivfpq-rescore": "bench.retrieval.ivfpq_rescore",

@@ -101,6 +101,7 @@ def test_training_keeps_every_answer_and_sibling_and_caps_the_other_negatives(gu
         "sibling",
         "same_chunk",
     }
+    assert "same_chunk" not in {line.kind for line in training_lines(lines, 5, random.Random(0), 0)}
 
 
 def test_folds_split_the_training_folders_without_overlap_and_in_balance():
