@@ -326,8 +326,15 @@ def _line_judge(reranker: Reranker, profile: Profile) -> LineJudge | None:
     construction when the reranker has none, not on the first question."""
     quote = profile.quote
     if quote.judge == "reader":
-        from rag.reading.reader import ReaderJudge, TrainedReader
+        from rag.reading.reader import SHIPPED_READER, ReaderJudge, TrainedReader
+        from rag.rerank.adapter import MANIFEST_FILE
 
+        if quote.reader_path is None and not (SHIPPED_READER / MANIFEST_FILE).is_file():
+            raise ConfigError(
+                'quote.judge = "reader" needs quote.reader_path: no line reader ships with medcite '
+                "yet (docs/results/clinician/reader.md); train one with `medcite train reader` and "
+                "set reader_path to the model folder it writes"
+            )
         reader = TrainedReader.shipped() if quote.reader_path is None else TrainedReader(quote.reader_path)
         return ReaderJudge(reader, profile.verify, quote.conflicts)
     if quote.threshold is None:

@@ -182,7 +182,7 @@ class QuoteConfig(_Strict):
         description="What gives each line its P(answers): the quote model (relevance features) or the reader",
     )
     reader_path: Path | None = Field(
-        description="judge = reader: the line reader's folder; unset: the one shipped with medcite.",
+        description="judge = reader: the folder `medcite train reader` wrote (none ships yet).",
     )
     threshold: Probability | Literal["model"] | None = Field(
         description='Quote when the best line has this P(answers); "model": the judge\'s; unset: never.',

@@ -13,6 +13,10 @@ layers and its own head, trained on clinicians' questions about the dev-part gui
 on the questions' folders (cross-fit by folder), so the probability means what it says on
 guidelines the reader never saw. The manifest also holds the answer threshold chosen there by
 Learn-then-Test (shown answers right >= 95% with 90% confidence) and the floor.
+
+No reader ships yet: on held-out folders the ones trained here chose the answering line no
+better than the quote model (docs/results/clinician/reader.md). ``[quote] judge = "reader"`` with
+``reader_path`` runs one that ``medcite train reader`` wrote.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ class TrainedReader(AdapterModel):
         "answer_threshold",
         "floor",
     )
-    setting = "reader.model_path"
+    setting = "quote.reader_path"
     command = "medcite train reader"
     export_name = "reader"
 

@@ -116,3 +116,13 @@ def test_the_models_own_threshold_is_refused_for_a_judge_that_has_none():
     profile = fake_profile({"quote": {"threshold": "model"}})
     with pytest.raises(ConfigError, match=r'quote\.threshold = "model" needs a line judge'):
         Pipeline(ListRetriever(hits(BANDS)), SentenceReranker("x"), WordGenerator("x"), profile=profile)
+
+
+def test_the_reader_judge_without_a_path_says_none_ships_yet():
+    from core.errors import ConfigError
+    from rag.reading.reader import SHIPPED_READER
+
+    assert not SHIPPED_READER.exists()  # shipping one changes this test and the message
+    profile = fake_profile({"quote": {"judge": "reader"}})
+    with pytest.raises(ConfigError, match="no line reader ships with medcite yet"):
+        Pipeline(ListRetriever(hits(BANDS)), IdentityReranker(), WordGenerator("x"), profile=profile)
