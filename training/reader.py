@@ -254,6 +254,11 @@ def calibrate(rows: Sequence[dict[str, Any]]) -> tuple[float, float]:
     return float(weights[0]), float(bias)
 
 
+def calibrated(row: dict[str, Any], a: float, b: float) -> np.ndarray:
+    """A held-out row's line probabilities under the calibration ``(a, b)``."""
+    return np.asarray(1.0 / (1.0 + np.exp(-(a * np.asarray(row["logits"]) + b))))
+
+
 def shown(p: np.ndarray, kinds: Sequence[str], threshold: float, count: int = 3) -> str:
     """What one question is told at ``threshold``: ``right`` (the best line answers and no sibling
     is shown), ``wrong``, or ``none`` (no line reaches it)."""
@@ -274,7 +279,7 @@ def risk_curve(
     rows: Sequence[dict[str, Any]], a: float, b: float, grid: Sequence[float]
 ) -> list[dict[str, Any]]:
     """Per threshold: how many questions are answered, how many of those wrongly, the p-value."""
-    probabilities = [1.0 / (1.0 + np.exp(-(a * np.asarray(r["logits"]) + b))) for r in rows]
+    probabilities = [calibrated(r, a, b) for r in rows]
     curve = []
     for t in grid:
         told = [shown(p, r["kinds"], t) for p, r in zip(probabilities, rows, strict=True)]
@@ -311,7 +316,7 @@ def floor_of(rows: Sequence[dict[str, Any]], a: float, b: float) -> float:
     best = []
     for r in rows:
         if "answer" in r["kinds"]:
-            best.append(float(np.max(1.0 / (1.0 + np.exp(-(a * np.asarray(r["logits"]) + b))))))
+            best.append(float(np.max(calibrated(r, a, b))))
     return float(np.quantile(np.asarray(best), FLOOR_MISS)) if best else 0.0
 
 
@@ -407,7 +412,7 @@ def _manifest(
 
     torch = require("torch", package="torch", extra="dense")
     a, b = thresholds["calibration"]
-    held_p = np.concatenate([1 / (1 + np.exp(-(a * np.asarray(r["logits"]) + b))) for r in rows])
+    held_p = np.concatenate([calibrated(r, a, b) for r in rows])
     held_y = np.concatenate([[int(k == "answer") for k in r["kinds"]] for r in rows])
     relevance = read_manifest(SHIPPED_MODEL)
     return {
