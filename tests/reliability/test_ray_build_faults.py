@@ -95,13 +95,17 @@ def test_a_worker_node_killed_mid_build_changes_nothing(cluster: Any, tmp_path: 
     victims: list[str] = []
 
     def kill_a_busy_node() -> None:
+        # a worker node that has embedded a batch (a mark on another node, such as the driver's
+        # under load, names no node this test may kill)
+        workers = {n.node_id: n for n in nodes}
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(list(marks.iterdir())) < 2:
+        while time.monotonic() < deadline:
+            busy = [m.name.split(".")[0] for m in marks.iterdir() if m.name.split(".")[0] in workers]
+            if len(busy) >= 2:
+                victims.append(busy[0])
+                ray_cluster.remove_node(workers[busy[0]], allow_graceful=False)
+                return
             time.sleep(0.05)
-        busy = next(iter(marks.iterdir())).name.split(".")[0]
-        node = next(n for n in nodes if n.node_id == busy)
-        victims.append(busy)
-        ray_cluster.remove_node(node, allow_graceful=False)
 
     killer = threading.Thread(target=kill_a_busy_node, daemon=True)
     killer.start()
