@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,9 +48,9 @@ class FitConfig:
     listwise_weight: float = 0.0
 
 
-def group_batches(groups: Sequence[int], batch_size: int, rng: random.Random) -> list[list[int]]:
+def group_batches(groups: Sequence[Hashable], batch_size: int, rng: random.Random) -> list[list[int]]:
     """Shuffled batches of whole groups (about ``batch_size`` items each), each index exactly once."""
-    members: dict[int, list[int]] = {}
+    members: dict[Hashable, list[int]] = {}
     for i, g in enumerate(groups):
         members.setdefault(g, []).append(i)
     order = list(members)
@@ -188,7 +188,7 @@ def train(
     folder: Path,
     validate: Callable[[RelevanceModel], float],
     max_steps: int | None = None,
-    groups: Sequence[int] | None = None,
+    groups: Sequence[Hashable] | None = None,
 ) -> dict[str, Any]:
     """Train ``model``'s top layers; ``validate(model) -> float`` scores an epoch (higher is better).
     ``groups``: each pair's group (with ``config.listwise_weight``, the listwise loss's lists).
@@ -235,7 +235,7 @@ class _Run:
     stop_at: int
     started: float  # perf_counter at the start, less the seconds of earlier calls
     bar: Any
-    groups: Sequence[int] | None = None
+    groups: Sequence[Hashable] | None = None
 
 
 def _optimizer(model: RelevanceModel, config: FitConfig) -> Any:
@@ -264,7 +264,7 @@ def _start(
     config: FitConfig,
     folder: Path,
     max_steps: int | None,
-    groups: Sequence[int] | None = None,
+    groups: Sequence[Hashable] | None = None,
 ) -> _Run:
     """The optimizer, the schedule and the progress record (resumed from ``folder`` when there)."""
     torch = require("torch", package="torch", extra="dense")
@@ -355,7 +355,7 @@ def _train_step(run: _Run, rows: list[int]) -> float:
     return float(loss.item())
 
 
-def _listwise(logits: Any, target: Any, groups: Sequence[int]) -> Any:
+def _listwise(logits: Any, target: Any, groups: Sequence[Hashable]) -> Any:
     """Mean over the groups holding a positive of ``-log(sum softmax over the group's positives)``."""
     torch = require("torch", package="torch", extra="dense")
     losses = []

@@ -216,7 +216,7 @@ def _fit_on(
         fit_config,
         folder,
         validate=lambda m: _top1(m, pairs, held),
-        groups=[pairs.owner[i] for i in rows],  # type: ignore[misc]
+        groups=[pairs.owner[i] for i in rows],
     )
 
 

@@ -61,10 +61,11 @@ def read_questions(paths: Paths, reader: Path, fold: int, count: int) -> list[di
         TrainedReranker(),
         QuoteModel.shipped(),
     )
+    vocabulary = corpus_vocabulary(paths, index)  # read once, not per question
     out = []
     for n, item in enumerate(asked[:count], start=1):
         kinds = {line.span: line.kind for line in lines[item.qid]}
-        read = ReadQuestion.read(item.question, lambda: corpus_vocabulary(paths, index))
+        read = ReadQuestion.read(item.question, lambda: vocabulary)
         found = score_lines(read, retriever.retrieve(item.question, config.candidates), relevance, verify)
         read_lines = [*found.lines, *found.conflicting]
         if not read_lines:

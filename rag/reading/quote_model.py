@@ -155,7 +155,7 @@ def score_lines(
     barred = off_scope(read, hits, verify)
     units = [(n, s, e) for n, hit in enumerate(hits) if n not in barred for s, e in quotable(hit.chunk)]
     leads = [lead_in(hits[n].chunk.text, s, hits[n].chunk.start > 0) for n, s, e in units]
-    fits = [_fit(read, hits[n].chunk, s, e, lead) for (n, s, e), lead in zip(units, leads, strict=True)]
+    fits = [line_fit(read, hits[n].chunk, s, e, lead) for (n, s, e), lead in zip(units, leads, strict=True)]
     keep = [i for i, fit in enumerate(fits) if fit.state != "conflicts"]
     apart = [i for i, fit in enumerate(fits) if fit.state == "conflicts"]
     empty = ScoredLines((), np.zeros((0, len(FEATURES))))
@@ -229,7 +229,7 @@ class _Reading:
         return tuple(out), np.asarray(rows, dtype=np.float64)
 
 
-def _fit(read: ReadQuestion, chunk: Chunk, start: int, end: int, lead: str) -> Verdict:
+def line_fit(read: ReadQuestion, chunk: Chunk, start: int, end: int, lead: str) -> Verdict:
     """The condition reader's verdict on one line, read with its lead-in and headings."""
     context = LineContext(chunk.text[start:end], lead, (chunk.title, *chunk.section))
     return verdict(read.patient, context, asks_amount=read.asks_number)

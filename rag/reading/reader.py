@@ -31,10 +31,9 @@ import numpy as np
 
 from core.types import Hit
 from rag.profile import VerifyConfig
-from rag.reading.conditions import LineContext, verdict
 from rag.reading.lines import Line, lead_in, line_context, quotable
 from rag.reading.question import ReadQuestion
-from rag.reading.quote_model import ScoredLines, off_scope
+from rag.reading.quote_model import ScoredLines, line_fit, off_scope
 from rag.rerank.adapter import AdapterModel
 from rag.rerank.sentences import narrowed
 
@@ -126,8 +125,7 @@ def read_lines(
                 continue
             seen.add(span)
             lead = lead_in(chunk.text, start, chunk.start > 0)
-            context = LineContext(chunk.text[start:end], lead, (chunk.title, *chunk.section))
-            fit = verdict(read.patient, context, asks_amount=read.asks_number)
+            fit = line_fit(read, chunk, start, end, lead)
             lines.append(
                 Line(dataclasses.replace(hit, chunk=narrowed(chunk, start, end)), n + 1, 0.0, lead, fit)
             )
