@@ -3,8 +3,8 @@
 Indexes hold chunks and relevance judgements name documents, so a chunk ranking becomes a
 document ranking by each document's best chunk (first occurrence). The LLM reranker, when a
 cell asks for it, re-scores the top ``rerank_candidates`` chunks; the rest keep their order
-below them. Records carry the ranked document ids with scores; a TREC run file is written
-from them.
+below them. Records carry the ranked document ids with scores, unrounded; the TREC run files
+are written from them (:mod:`evals.engine.report.trec_files`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from core.errors import MedciteError
@@ -133,16 +132,3 @@ def _record(search: Search, item: tuple[str, str, str], name: str, depth: int) -
         retrieved=tuple(document_ranking(hits, depth)),
         latency_s=round(time.perf_counter() - t0, 4),
     )
-
-
-def write_trec(records: list[ItemRecord], path: Path) -> int:
-    """``qid Q0 docid rank score tag`` lines for every retrieval record (tag: the condition)."""
-    lines = []
-    for r in records:
-        if not r.condition.startswith("retrieval/"):
-            continue
-        tag = r.condition.removeprefix("retrieval/").replace("/", "_").replace(" ", "_")
-        for rank, (doc, score) in enumerate(r.retrieved, start=1):
-            lines.append(f"{r.dataset}:{r.qid} Q0 {doc} {rank} {score:.6f} {tag}")
-    path.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
-    return len(lines)

@@ -3,8 +3,8 @@
     <runs>/<name>/config.json      the resolved EvalConfig
                   manifest.json    git commit, package versions, index and model fingerprints, seed, times
                   records.jsonl    one ItemRecord per (condition, dataset, qid), flushed per item
-                  run.trec         retrieval rankings in TREC format
-                  metrics.json     aggregated metrics and paired comparisons
+                  runs/<set>/      retrieval: qrels.txt and one <condition>.trec per condition
+                  metrics.json     aggregated metrics (unrounded) and paired comparisons
                   report.md        tables and the PNG plots beside it
 
 Re-running a config resumes: records already written are skipped. A changed config under the
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import subprocess
 import time
 from importlib import metadata
@@ -82,6 +83,7 @@ class RunDir:
             folder.mkdir(parents=True, exist_ok=True)
             for name in ("records.jsonl", "run.trec", "metrics.json", "report.md", "manifest.json"):
                 (folder / name).unlink(missing_ok=True)
+            shutil.rmtree(folder / "runs", ignore_errors=True)
             stored.write_text(json.dumps(resolved, indent=2) + "\n", encoding="utf-8")
         return run
 

@@ -297,8 +297,7 @@ def run_eval(
     workers (``evals.engine.engine_ray``); this process still owns the run directory and the cache.
     """
     from evals.datasets import FREE_TEXT, MCQ
-    from evals.engine.report.summary import write_summary
-    from evals.engine.retrieval_run import run_retrieval, write_trec
+    from evals.engine.retrieval_run import run_retrieval
 
     start = time.perf_counter()
     skipped: dict[str, Any] = {}
@@ -336,10 +335,20 @@ def run_eval(
         )
         if model is not None:
             model.close()
-    records = run.records()
-    write_trec(records, run.folder / "run.trec")
-    write_summary(run.folder, records, sets, summary.cost(), paths)
+    write_outputs(run.folder, run.records(), sets, summary.cost(), paths)
     return summary
+
+
+def write_outputs(
+    folder: Path, records: list[ItemRecord], sets: dict[str, Any], cost: dict[str, Any], paths: Paths
+) -> None:
+    """metrics.json and report.md, then the TREC files under runs/ (so an id those cannot hold
+    fails after the report is written)."""
+    from evals.engine.report.summary import write_summary
+    from evals.engine.report.trec_files import write_runs
+
+    write_summary(folder, records, sets, cost, paths)
+    write_runs(folder, records, sets)
 
 
 def _manifest(
@@ -443,15 +452,12 @@ def _no_cost() -> dict[str, Any]:
 
 
 def report_run(folder: Path, paths: Paths) -> Path:
-    """Recompute metrics.json, run.trec and report.md from a run directory's records.
+    """Recompute metrics.json, the TREC files under runs/ and report.md from a run directory's records.
 
     For a run that was stopped part-way: the summary covers the items finished so far (a
     comparison pairs only items both arms answered, and says how many were unpaired).
     """
     import json
-
-    from evals.engine.report.summary import write_summary
-    from evals.engine.retrieval_run import write_trec
 
     stored = folder / "config.json"
     if not stored.is_file():
@@ -475,6 +481,5 @@ def report_run(folder: Path, paths: Paths) -> Path:
             c["answered"] += 1
             c["failed"] += r.pred is None and r.gold is not None
             c["seconds"] = round(c["seconds"] + r.latency_s, 1)
-    write_trec(records, folder / "run.trec")
-    write_summary(folder, records, load_sets(config, paths), cost, paths)
+    write_outputs(folder, records, load_sets(config, paths), cost, paths)
     return folder / "report.md"

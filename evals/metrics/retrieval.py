@@ -184,12 +184,15 @@ def condensed(
 
 
 def ranked(run: Mapping[str, Mapping[str, float]]) -> dict[str, list[str]]:
-    """``{qid: {doc: score}}`` -> ``{qid: [doc, ...]}`` best first, ties broken as trec_eval does
-    (higher score first, then the lexicographically larger doc id), so scores match its output."""
-    return {
-        qid: [d for d, _ in sorted(scores.items(), key=lambda pair: (pair[1], pair[0]), reverse=True)]
-        for qid, scores in run.items()
-    }
+    """``{qid: {doc: score}}`` -> ``{qid: [doc, ...]}`` best first in trec_eval's order, so scores
+    match its output: higher score first, then the lexicographically larger doc id. trec_eval holds
+    scores in single precision (``float sim``), so scores equal as float32 tie here too."""
+    out: dict[str, list[str]] = {}
+    for qid, scores in run.items():
+        with np.errstate(over="ignore"):  # beyond float32's range a score is inf, there as here
+            single = np.asarray(list(scores.values()), dtype=np.float64).astype(np.float32)
+        out[qid] = [d for _, d in sorted(zip(single.tolist(), scores, strict=True), reverse=True)]
+    return out
 
 
 _METRICS: dict[str, Callable[..., np.ndarray]] = {

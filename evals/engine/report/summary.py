@@ -3,8 +3,10 @@
 Multiple choice: accuracy with a 95% Wilson interval per condition and dataset, no-answer
 counts with reasons, and each RAG condition paired with the closed-book arm (McNemar exact,
 paired bootstrap CI of the difference, harm and help rates). Retrieval: nDCG@10, recall@10,
-recall@20, precision@10, MRR and MAP per condition and dataset, over the judged queries.
-Cost: wall time per condition and the median seconds per item.
+recall@20, precision@10, MRR and MAP per condition and dataset, over the judged queries, each
+ranking in trec_eval's order (``trec_files.ranking``), so the run files beside it re-score to the
+same numbers. Cost: wall time per condition and the median seconds per item. metrics.json holds
+the metrics unrounded; only report.md rounds them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from core.paths import Paths
 from evals.engine.answers_run import answer_metrics
 from evals.engine.report import plots
+from evals.engine.report.trec_files import judged, ranking
 from evals.metrics.choice import accuracy
 from evals.metrics.retrieval import score_run
 from evals.records import ItemRecord
@@ -52,8 +55,8 @@ def mcq_metrics(records: list[ItemRecord]) -> dict[str, dict[str, Any]]:
                 "no_evidence_correct": sum(r.pred == r.gold for r in bare),
                 "n": acc.n,
                 "correct": acc.correct,
-                "accuracy": round(acc.accuracy, 4),
-                "ci": [round(acc.ci_low, 4), round(acc.ci_high, 4)],
+                "accuracy": acc.accuracy,
+                "ci": [acc.ci_low, acc.ci_high],
                 "no_answer": acc.no_answer,
                 "no_answer_reasons": dict(acc.reasons),
                 "median_seconds_per_item": round(float(np.median(latencies)), 2) if latencies else None,
@@ -118,16 +121,19 @@ def retrieval_metrics(records: list[ItemRecord], sets: dict[str, RetrievalSet]) 
             rset = sets.get(ds)
             if rset is None:
                 continue
-            judged = [r for r in rows if any(g > 0 for g in rset.qrels.get(r.qid, {}).values())]
-            failed = sum(1 for r in judged if r.error)
-            run = {r.qid: [doc for doc, _ in r.retrieved] for r in judged}
-            scores = score_run(run, rset.qrels, RETRIEVAL_METRICS, [r.qid for r in judged]) if judged else {}
-            latencies = [r.latency_s for r in judged if not r.error]
+            scored = judged(rows, rset)
+            # ties broken as trec_eval does, so the run files re-score to these numbers
+            run = {qid: [doc for doc, _ in docs] for qid, docs in ranking(scored).items()}
+            queries = [r.qid for r in scored]
+            scores = score_run(run, rset.qrels, RETRIEVAL_METRICS, queries) if scored else {}
+            latencies = [r.latency_s for r in scored if not r.error]
             out[cond][ds] = {
-                "n": len(judged),
-                "failed": failed,
-                "unjudged_skipped": len(rows) - len(judged),
-                **{m: round(float(v.mean()), 4) for m, v in scores.items()},
+                "n": len(scored),
+                "failed": sum(1 for r in scored if r.error),
+                # failed or nothing retrieved: no line in the run file, 0 in these means
+                "no_documents": sum(1 for r in scored if not r.retrieved),
+                "unjudged_skipped": len(rows) - len(scored),
+                **{m: float(v.mean()) for m, v in scores.items()},
                 "median_seconds_per_query": round(float(np.median(latencies)), 4) if latencies else None,
             }
     return out
@@ -269,7 +275,7 @@ def _mcq_section(mcq: dict[str, Any]) -> list[str]:
         "95% CI",
         "no answer",
         "no evidence kept",
-        "s/item",
+        "s/item (median)",
     ]
     lines += _table(header, _mcq_rows(mcq))
     lines += [
@@ -314,6 +320,12 @@ def _retrieval_section(retrieval: dict[str, Any]) -> list[str]:
         for ds, m in per.items()
     ]
     lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
+    lines += [
+        "Rounded here; metrics.json holds them unrounded. Each set's qrels and one TREC run per "
+        "condition are in runs/<set>/, ties ranked as trec_eval ranks them, so trec_eval, "
+        'pytrec_eval or ranx re-score them to these numbers (docs/evaluation.md, "Re-scoring").',
+        "",
+    ]
     return lines
 
 
@@ -374,7 +386,7 @@ def _cost_section(item_seconds: dict[str, Any], cost: dict[str, Any]) -> list[st
     """Item seconds over the whole run, then this session's wall time and model calls."""
     lines = ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
     item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in item_seconds.items()]
-    lines += _table(["condition", "items", "item seconds", "s/item"], item_rows)
+    lines += _table(["condition", "items", "item seconds", "s/item (mean)"], item_rows)
     lines += ["This session (items already recorded were skipped):", ""]
     cost_rows = [
         [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]] for c, v in cost.items()

@@ -65,6 +65,15 @@ def random_case(rng: np.random.Generator, n_queries: int = 20, n_docs: int = 40)
     return run, qrels
 
 
+def test_scores_equal_in_single_precision_tie_as_in_trec_eval() -> None:
+    """trec_eval keeps scores as float32: ``b`` ties ``a`` there (and ranks first, larger id),
+    while ``c``, 1e-7 lower, stays below both. Compared in double precision ``a`` would lead."""
+    s = 1 / 61 + 1 / 62
+    run = {"q": {"a": s, "b": s - 1e-9, "c": s - 1e-7}}
+    assert ranked(run) == {"q": ["b", "a", "c"]}
+    assert check(run, {"q": {"a": 1, "c": 1}}) == 1
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_random_runs_match_trec_eval(seed: int) -> None:
     run, qrels = random_case(np.random.default_rng(seed))

@@ -126,6 +126,66 @@ def test_a_resumed_retrieval_run_counts_what_it_skipped(paths, tmp_path):
     assert manifest["sessions"][-1]["conditions"][name]["skipped"] == queries
 
 
+def test_a_retrieval_run_writes_files_that_re_score_to_its_metrics(paths, tmp_path):
+    """A real BM25 run on a BEIR-layout set judged on the index's own documents: runs/<set>/ holds
+    the qrels and one run per condition, trec_eval reads them to metrics.json's numbers, and
+    `eval report` writes the same files again (and drops what it did not write)."""
+    import pytrec_eval
+
+    from evals.engine.report.trec_files import file_name
+    from rag.indexing import make_retriever, open_index
+
+    questions = {"q1": "first-line therapy", "q2": "treatment of the patient", "q3": "dose"}
+    index, _ = open_index(paths, "default", with_embedder=False)
+    try:
+        retriever = make_retriever(index, None, "bm25", candidates=30)
+        found = {q: [h.chunk.doc_id for h in retriever.retrieve(t, 30)] for q, t in questions.items()}
+    finally:
+        index.close()
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in questions.items())
+    )
+    judged = [f"{q}\t{docs[-1]}\t2\n{q}\topen-medicine:not-indexed\t1" for q, docs in found.items()]
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(judged) + "\n")
+    cfg = config(
+        "files",
+        mcq=[],
+        retrieval=[{"dataset": f"beir:{beir}", "index": ["default"]}],
+        retrieval_grid={"mode": ["bm25"], "depth": 3},
+    )
+    out = tmp_path / "run"
+    run_eval(cfg, paths, out=out, progress=False, generator=LetterModel())
+    folder = out / "runs" / file_name(f"beir:{beir}")
+    assert sorted(p.name for p in folder.iterdir()) == ["default_bm25_none.trec", "qrels.txt"]
+    assert not (out / "run.trec").exists()
+    with (folder / "qrels.txt").open() as fh:
+        qrels = pytrec_eval.parse_qrel(fh)
+    with (folder / "default_bm25_none.trec").open() as fh:
+        run = pytrec_eval.parse_run(fh)
+    measures = {
+        "ndcg_cut_10": "ndcg@10",
+        "recall_20": "recall@20",
+        "P_10": "precision@10",
+        "recip_rank": "mrr",
+        "map": "map",
+    }
+    theirs = pytrec_eval.RelevanceEvaluator(
+        qrels, {"ndcg_cut.10", "recall.20", "P.10", "recip_rank", "map"}
+    ).evaluate(run)
+    ours = json.loads((out / "metrics.json").read_text())["retrieval"]["retrieval/default/bm25/none"][
+        f"beir:{beir}"
+    ]
+    assert ours["n"] == len(theirs) == 3 and 0 < ours["mrr"] < 1
+    for key, metric in measures.items():
+        assert ours[metric] == pytest.approx(sum(v[key] for v in theirs.values()) / 3, abs=1e-6), metric
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    (folder / "stale.trec").write_text("x Q0 y 1 1.0 old\n")
+    report_run(out, paths)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
 def test_a_changed_config_under_the_same_name_is_refused(paths, tmp_path):
     def run(n: int) -> None:
         cfg = config("same", mcq=[{"dataset": "medqa", "n": n}])
