@@ -4,7 +4,8 @@ Every error body is ``{"error": {"message", "type", "param", "code"}}``. A body 
 schema validation is a 400 ``invalid_request_error`` as at OpenAI (not FastAPI's 422), with
 ``param`` naming the field (``messages.0.role``) and ``code`` saying what is wrong with it
 (``missing_required_parameter``, ``invalid_type``, ``invalid_value``, ``unknown_parameter``,
-``unsupported_parameter``, ``unsupported_value``); malformed JSON is a 400 ``invalid_json``.
+``unsupported_parameter``, ``unsupported_value``); a body that is not JSON (malformed, or sent
+as a form or other non-JSON content type) is a 400 ``invalid_json``.
 Clients never see a stack trace: unexpected exceptions become a 500 that names the request id,
 and the trace goes to the server log under the same id.
 """
@@ -128,15 +129,24 @@ def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts)
 
 
-def validation_error_body(errors: list[Any]) -> dict[str, Any]:
+def _not_json(error: Any) -> bool:
+    """JSON that does not parse, or a body FastAPI did not read as JSON at all (a form, text, no
+    Content-Type: it reaches validation as raw bytes)."""
+    whole_body = tuple(error.get("loc", ())) == ("body",)
+    return error.get("type") == "json_invalid" or (whole_body and isinstance(error.get("input"), bytes))
+
+
+def validation_error_body(errors: list[Any], content_type: str | None = None) -> dict[str, Any]:
     """The 400 body for a request that failed schema validation.
 
     ``param`` and ``code`` come from the error deepest in the body: of a union's failed members
     (``stop`` as a string, as a list), the one that got furthest says what is wrong.
     """
-    if any(e.get("type") == "json_invalid" for e in errors):
+    if any(_not_json(e) for e in errors):
+        sent = f" (this one was sent as {content_type})" if content_type else ""
         return error_body(
-            "the request body is not valid JSON; send a JSON object with Content-Type: application/json",
+            "the request body is not valid JSON; send a JSON object with Content-Type: application/json"
+            + sent,
             "invalid_request_error",
             code="invalid_json",
         )
@@ -170,7 +180,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(validation_error_body(list(exc.errors())), status_code=400)
+        body = validation_error_body(list(exc.errors()), request.headers.get("content-type"))
+        return JSONResponse(body, status_code=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -8,6 +8,7 @@ and ``medcite serve`` both end up here.
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,14 +28,20 @@ from core import __version__
 
 def serve(settings: ApiSettings) -> None:
     """Run the app under uvicorn until interrupted (``medcite serve``)."""
-    import logging
-
     import uvicorn
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging()
     cap_malloc_arenas()
     app = create_app(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=False)
+
+
+def configure_logging() -> None:
+    """The server's INFO log, without FAISS's loader lines: it tries its AVX-512 and AVX2 builds
+    first and logs each one missing as a ``ModuleNotFoundError``, which reads as a failure on every
+    start although the build it then loads is the one installed."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
 
 def cap_malloc_arenas(arenas: int = 2) -> bool:

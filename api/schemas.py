@@ -7,7 +7,9 @@ Chat requests take OpenAI's fields. Those medcite honours: ``messages``, ``model
 fields not named here) are accepted and ignored, so those clients work unchanged. Features medcite
 does not offer are refused with a 400 that names the field (``UNSUPPORTED``): tools and function
 calling, structured output (``response_format`` other than text), ``logprobs``, ``n`` > 1, audio.
-medcite's own endpoints reject unknown fields, so typos surface.
+A value that asks for none of them is accepted (``tools: []``, ``tool_choice: "none"``,
+``logprobs: false``, ``n: 1``, ...), as docs/api.md says. medcite's own endpoints reject unknown
+fields, so typos surface.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -54,10 +55,33 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
     return full
 
 
+def _not_found(folder: Path) -> str:
+    """Where the index was looked for, absolutely, and how to build it there or look elsewhere:
+    the data folder (``MEDCITE_DATA_DIR``, default ``./data``) is relative to the current one."""
+    if folder.parent.name != "indexes":  # not under a data folder
+        return f"no index at {folder.absolute()}; build one with: medcite index build"
+    data, name = folder.parent.parent, folder.name
+    build = f"MEDCITE_DATA_DIR={shlex.quote(str(data.absolute()))} medcite index build"
+    build += f" --name {name}" if name != "default" else ""
+    relative = (
+        "" if data.is_absolute() else f" (the data folder is {str(data)!r}, relative to the current one)"
+    )
+    return (
+        f"no index at {folder.absolute()}{relative}; build one there with: {build}, or set "
+        f"MEDCITE_DATA_DIR to the data folder that has indexes/{name}"
+    )
+
+
+def require_folder(folder: Path) -> None:
+    """Raise IndexNotFoundError, saying how to build it, unless ``folder`` exists (named as given:
+    a relative data folder is part of the hint)."""
+    if not folder.is_dir():
+        raise IndexNotFoundError(_not_found(folder))
+
+
 def read_manifest(folder: Path) -> dict[str, Any]:
     path = folder / MANIFEST_FILE
-    if not folder.is_dir():
-        raise IndexNotFoundError(f"no index at {folder}; build one with: medcite index build")
+    require_folder(folder)
     if not path.is_file():
         raise IndexCorruptError(
             f"{folder} has no {MANIFEST_FILE} (an interrupted or foreign build); "

@@ -27,7 +27,7 @@ from indexes import text
 from indexes.bm25 import Bm25sIndex, LexicalIndex, RankBm25Index, read_params
 from indexes.chunkstore import ChunkStore
 from indexes.dense.index import DenseIndex
-from indexes.manifest import check_compatible, read_manifest, verify_files
+from indexes.manifest import check_compatible, read_manifest, require_folder, verify_files
 from indexes.shard_search import ShardedBm25, ShardedDense
 from indexes.shards import (
     BM25_GLOBALS,
@@ -110,6 +110,7 @@ def load_index(
     on one per usable CPU, at most one per shard, BM25 shards one after another, which measured
     faster; 1: one shard after another); unsharded indexes ignore it.
     """
+    require_folder(folder)
     link, folder = folder, folder.resolve()  # every file from one version, even if a rebuild swaps the link
     manifest = read_manifest(folder)
     verify_files(folder, manifest, checksums=checksums)

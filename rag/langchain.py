@@ -1,26 +1,25 @@
 """LangChain adapters (extra ``langchain``): medcite as a ``BaseRetriever``, as a ``Runnable``,
-and a chat model for a medcite server that keeps its citations.
+and :class:`MedciteChatModel`, a chat model for a medcite server that keeps its citations. In
+process, on a built index (``medcite index build``, ``medcite models fetch``)::
 
-    from rag.langchain import MedciteChatModel, MedciteRetriever, as_runnable
-    retriever = MedciteRetriever(retriever=hybrid, k=5)      # drop-in for any LangChain chain
-    chain = as_runnable(pipeline)                            # "question" -> answer dict
-    chat = MedciteChatModel(base_url="http://127.0.0.1:8000/v1", api_key=key, model="default")
-    chat.invoke("What are the qSOFA criteria?").response_metadata["citations"]
+    from core.paths import Paths
+    from rag.assemble import assemble
+    from rag.langchain import MedciteRetriever, as_runnable
+    from rag.profile import load_profile
+
+    assembled = assemble(load_profile("default"), Paths.from_env())  # index, models, support gate
+    retriever = MedciteRetriever(retriever=assembled.pipeline.retriever, k=5)  # any LangChain chain
+    docs = retriever.invoke("What are the qSOFA criteria?")  # Documents with provenance and score
+    chain = as_runnable(assembled.pipeline)  # str or {"question": str} -> the answer as a dict
+    answer = chain.invoke({"question": "What are the qSOFA criteria?"})
+    print(answer["outcome"], answer["answer"], [c["chunk_id"] for c in answer["citations"]])
+    assembled.close()
 
 Documents carry the chunk's full provenance in ``metadata`` (chunk id, title, section, source,
 URL, licence, span) plus the retrieval score, so citations survive a LangChain app. The chain
 runnables go through ``Pipeline.answer`` / ``Pipeline.stream``, so the support gate applies as
 everywhere: the streaming runnable yields verified sentences only, and its last item (the answer
 dict) has the same text they add up to.
-
-:class:`MedciteChatModel` talks to ``medcite serve`` (``POST /v1/chat/completions``), whose
-OpenAI-format replies add ``citations``, ``evidence`` and ``medcite``; ``ChatOpenAI`` drops those.
-Here they land in the message's ``response_metadata`` (not ``additional_kwargs``, which LangChain
-sends back to a model), for ``invoke``/``ainvoke`` and on the streamed chunk that carries them;
-token counts are ``usage_metadata``. It is a ``BaseChatModel`` on the ``openai`` client rather
-than a ``ChatOpenAI`` subclass, which could keep the fields only through private hooks that
-follow langchain-openai's releases, and would add langchain-openai and tiktoken for features
-medcite's server does not offer. Client errors are the ``openai`` client's own.
 """
 
 from __future__ import annotations
@@ -104,8 +103,20 @@ _NO_KEY = "no-key"  # a development server takes any key; never OPENAI_API_KEY f
 
 
 class MedciteChatModel(BaseChatModel):
-    """A LangChain chat model for a medcite server that keeps ``citations``, ``evidence`` and
-    ``medcite`` in each message's ``response_metadata`` (see the module docstring).
+    """A LangChain chat model for a running ``medcite serve`` (``key``: one of its
+    ``MEDCITE_API_KEYS``) that keeps its ``citations``, ``evidence`` and ``medcite`` fields::
+
+        chat = MedciteChatModel(base_url="http://127.0.0.1:8000/v1", api_key=key, model="default")
+        chat.invoke("What are the qSOFA criteria?").response_metadata["citations"]
+
+    The server's OpenAI-format replies (``POST /v1/chat/completions``) add those fields and
+    ``ChatOpenAI`` drops them. Here they land in the message's ``response_metadata`` (not
+    ``additional_kwargs``, which LangChain sends back to a model), for ``invoke``/``ainvoke`` and
+    on the streamed chunk that carries them; token counts are ``usage_metadata``. It is a
+    ``BaseChatModel`` on the ``openai`` client rather than a ``ChatOpenAI`` subclass, which could
+    keep the fields only through private hooks that follow langchain-openai's releases, and would
+    add langchain-openai and tiktoken for features medcite's server does not offer. Client errors
+    are the ``openai`` client's own.
 
     ``model`` is a served profile (``GET /v1/models``); ``filters`` (``{"sources": [...],
     "sections": [...]}``) and ``closed_book`` are medcite's request extensions.

@@ -8,7 +8,9 @@ path to a user's own file. Unknown keys are errors, so a typo never silently use
 
 from __future__ import annotations
 
+import difflib
 import functools
+import os
 import tomllib
 import types
 from pathlib import Path
@@ -245,11 +247,33 @@ def merged(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys a profile may have where ``loc`` ends (``("rerank", "treshold")``: rerank's)."""
+    model: type[BaseModel] = Profile
+    for part in loc[:-1]:
+        inner = model.model_fields[part].annotation if part in model.model_fields else None
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return []
+        model = inner
+    return list(model.model_fields)
+
+
+def _problem(err: Any) -> str:
+    where = ".".join(str(p) for p in err["loc"])
+    if err["type"] != "extra_forbidden":
+        return f"{where}: {err['msg']}"
+    keys = _keys_at(tuple(err["loc"]))
+    close = difflib.get_close_matches(str(err["loc"][-1]), keys, n=1)
+    if close:
+        return f"{where}: unknown key; did you mean {'.'.join([*map(str, err['loc'][:-1]), close[0]])!r}?"
+    return f"{where}: unknown key; the keys here are {', '.join(keys)}"
+
+
 def _validated(raw: dict[str, Any], where: Path | str) -> Profile:
     try:
         return Profile.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise ConfigError(f"invalid profile {where}: {problems}") from exc
 
 
@@ -268,19 +292,32 @@ def with_changes(profile: Profile, changes: dict[str, Any]) -> Profile:
     return _validated(merged(profile.model_dump(), changes), f"{profile.name} (changed)")
 
 
+def _not_found(path: Path) -> str:
+    packaged = path.stem if path.stem in available_profiles() else None
+    hint = (
+        f"the packaged profile is named without a path: --profile {packaged}"
+        if packaged
+        else f"check the path (a relative one starts at {Path.cwd()}) or name a packaged profile: "
+        f"{available_profiles()}"
+    )
+    return f"profile file not found: {path.absolute()}; {hint}"
+
+
 def load_profile(name_or_path: str | Path = "default") -> Profile:
     """A packaged profile by name, or a TOML file by path, laid over ``default.toml``: a profile
     states only what it changes. Raises ConfigError saying what is wrong."""
-    candidate = Path(name_or_path)
-    if candidate.suffix == ".toml":
+    candidate, text = Path(name_or_path), str(name_or_path)
+    if text.endswith(".toml") or "/" in text or os.sep in text:  # a path, not a packaged name
         if not candidate.is_file():
-            raise ConfigError(f"profile file not found: {candidate}")
+            raise ConfigError(_not_found(candidate))
         path = candidate
     else:
-        path = PROFILES_DIR / f"{name_or_path}.toml"
+        path = PROFILES_DIR / f"{text}.toml"
         if not path.is_file():
+            close = difflib.get_close_matches(text, available_profiles(), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ConfigError(
-                f"no profile {str(name_or_path)!r}; choose one of {available_profiles()} or pass a .toml path"
+                f"no profile {text!r}; {hint}choose one of {available_profiles()} or pass a .toml path"
             )
     raw = _read(path)
     raw.setdefault("name", path.stem)

@@ -3,6 +3,7 @@ say what was found and what is wrong, row by row, before any compute is spent on
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Any
 
 from core.paths import Paths
 from evals.datasets import FREE_TEXT, FREE_TEXT_LOADERS, MCQ, MCQ_LOADERS, QA_PREFIX, Kind, load_checked
+from evals.datasets.files.user_sets import NoUsableRows
 from evals.types import McqItem
 
 
@@ -30,7 +32,10 @@ def validate_dataset(name: str, paths: Paths, columns: Mapping[str, str] | None 
     Raises ConfigError (or SourceError for built-in sets) when the set cannot be read at all."""
     freetext = name.startswith(QA_PREFIX) or (name in FREE_TEXT_LOADERS and name not in MCQ_LOADERS)
     kind: Kind[Any] = FREE_TEXT if freetext else MCQ
-    loaded = load_checked(kind, name, paths, columns)
+    try:
+        loaded = load_checked(kind, name, paths, columns)
+    except NoUsableRows as exc:  # listed below like any skipped rows, all of them
+        loaded = exc.loaded
     lines = [f"{name}: {loaded.shape}", f"  items: {len(loaded.items)} usable, {len(loaded.skipped)} skipped"]
     lines += [f"  note: {note}" for note in loaded.notes]
     mcq = [item for item in loaded.items if isinstance(item, McqItem)]
@@ -48,4 +53,22 @@ def validate_dataset(name: str, paths: Paths, columns: Mapping[str, str] | None 
         ]
     else:
         lines.append("  no problems found")
+    lines.append(_next_step(name, columns, len(loaded.items), len(loaded.skipped)))
     return Validation("\n".join(lines), len(loaded.skipped))
+
+
+def _next_step(name: str, columns: Mapping[str, str] | None, usable: int, problems: int) -> str:
+    """What to run once the set is read: the run itself, or fixing the rows first."""
+    mapped = ",".join(f"{k}={v}" for k, v in (columns or {}).items())
+    run = f"medcite eval run --dataset {shlex.quote(name)}" + (
+        f" --columns {shlex.quote(mapped)}" if mapped else ""
+    )
+    if not usable:
+        return (
+            "next: fix these rows or map the columns (--columns question=...,answer=...), and validate again"
+        )
+    if problems:
+        return (
+            f"next: fix these rows and validate again, or run its {usable} usable item(s) as they are: {run}"
+        )
+    return f"next: {run}  (closed-book vs RAG; add --n 50 for a seeded sample first)"

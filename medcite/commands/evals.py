@@ -184,8 +184,21 @@ def _cmd_eval_validate(args: argparse.Namespace, paths: Paths) -> int:
 def _cmd_eval_report(args: argparse.Namespace, paths: Paths) -> int:
     from evals.engine.runner import report_run
 
-    print(f"report: {report_run(args.run_dir, paths)}")
+    report = report_run(args.run_dir, paths)
+    print(_headline(report.read_text(encoding="utf-8")))
+    print(f"report: {report}")
     return 0
+
+
+def _headline(report: str) -> str:
+    """A report.md's first section (its headline table, with the notes under it), and the names of
+    the sections the file goes on with."""
+    sections = report.split("\n## ")[1:]
+    if not sections:
+        return report.strip()
+    rest = [s.splitlines()[0] for s in sections[1:]]
+    more = f"\nthe report goes on with: {'; '.join(rest)}" if rest else ""
+    return f"## {sections[0].strip()}{more}"
 
 
 def _cmd_eval_leakage(args: argparse.Namespace, paths: Paths) -> int:

@@ -149,6 +149,36 @@ def test_malformed_json_is_a_400_invalid_json(server):
         assert "not valid JSON" in error["message"]
 
 
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        (b"model=fast&messages=hi", "application/x-www-form-urlencoded"),  # curl -d without -H
+        (b'{"model": "fast", "messages": [{"role": "user", "content": "hi"}]}', "text/plain"),
+        (b'{"model": "fast", "messages": [{"role": "user", "content": "hi"}]}', None),
+    ],
+)
+def test_a_body_not_sent_as_json_is_a_400_invalid_json(server, content, content_type):
+    url, generator = server
+    before = len(generator.streams)
+    headers = {**AUTH, **({"Content-Type": content_type} if content_type else {})}
+    response = httpx.post(f"{url}/v1/chat/completions", content=content, headers=headers)
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", "invalid_json", None)
+    assert "Content-Type: application/json" in error["message"]
+    if content_type:
+        assert f"sent as {content_type}" in error["message"]
+    assert len(generator.streams) == before
+    retrieve = httpx.post(f"{url}/v1/retrieve", content=b"query=af", headers=headers)
+    assert (retrieve.status_code, retrieve.json()["error"]["code"]) == (400, "invalid_json")
+
+
+def test_a_json_array_is_json_of_the_wrong_type_not_invalid_json(server):
+    url, _ = server
+    response = httpx.post(f"{url}/v1/chat/completions", json=[1, 2], headers=AUTH)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "invalid_type")
+
+
 def test_the_schema_documents_400_and_no_422(server):
     url, _ = server
     schema = httpx.get(f"{url}/openapi.json").json()
@@ -203,6 +233,19 @@ def test_an_unsupported_feature_is_refused_by_name(server, fields, param, code):
     assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
     assert "medcite" in error["message"] and f"`{param}`" in error["message"]  # what to do instead
     assert len(generator.streams) == before  # refused before anything was generated
+
+
+def test_fields_that_ask_for_no_tool_are_accepted_as_documented(server):
+    """docs/api.md: tools and functions are refused unless empty, tool_choice and function_call
+    unless "none"; an empty list asks for nothing, so the request is answered as without it."""
+    url, generator = server
+    before = len(generator.streams)
+    response = chat(url, tools=[], functions=[], tool_choice="none", function_call="none")
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == f"{FIRST} {SECOND}"
+    assert len(generator.streams) == before + 1
+    for asked in ({"tools": [TOOL]}, {"functions": [TOOL["function"]]}):
+        assert chat(url, **asked).json()["error"]["code"] == "unsupported_parameter"
 
 
 def test_the_official_client_is_told_tools_are_not_supported(server):

@@ -408,15 +408,25 @@ def _read(
     return path, _mapped(table, mapping, path), table.layout, settings, notes
 
 
+class NoUsableRows(ConfigError):
+    """A file none of whose rows is usable; ``loaded`` has every skipped row (``medcite eval
+    validate`` lists them all rather than this message's first five)."""
+
+    def __init__(self, message: str, loaded: LoadedSet[Any]) -> None:
+        super().__init__(message)
+        self.loaded = loaded
+
+
 def _finish(
     spec: str, path: Path, items: list[T], skipped: list[SkippedRow], shape: str, notes: list[str]
 ) -> LoadedSet[T]:
     skipped.sort(key=lambda s: s.row)
     if not items:
         first = "; ".join(f"row {s.row}: {s.reason}" for s in skipped[:5])
-        raise ConfigError(
+        raise NoUsableRows(
             f"{path}: no usable row ({len(skipped)} skipped; {first}). Fix the file or map its columns "
-            f"(--columns question=...,answer=...); `medcite eval validate {spec}` lists every problem"
+            f"(--columns question=...,answer=...); `medcite eval validate {spec}` lists every problem",
+            LoadedSet((), tuple(skipped), shape, tuple(notes)),
         )
     return LoadedSet(tuple(items), tuple(skipped), shape, tuple(notes))
 

@@ -310,6 +310,27 @@ def test_validate_exit_codes(tmp_path, capsys, monkeypatch):
     assert "with a reference answer: 1 of 1" in capsys.readouterr().out
 
 
+def test_validate_points_at_the_next_command_not_at_itself(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MEDCITE_DATA_DIR", str(tmp_path / "data"))
+    clean = write_jsonl(tmp_path / "clean.jsonl", MEDQA_ROWS)
+    assert cli.main(["eval", "validate", f"mcq:{clean}"]) == 0
+    assert f"next: medcite eval run --dataset mcq:{clean}  (closed-book" in capsys.readouterr().out
+    mapped = write_jsonl(tmp_path / "qa.jsonl", [{"q": "Why?", "a": "So."}])
+    assert cli.main(["eval", "validate", f"qa:{mapped}", "--columns", "question=q,answer=a"]) == 0
+    assert (
+        f"next: medcite eval run --dataset qa:{mapped} --columns question=q,answer=a"
+        in capsys.readouterr().out
+    )
+    bad = [{"id": f"b{i}", "question": "X?", "options": ["a"]} for i in range(7)]
+    unusable = write_jsonl(tmp_path / "unusable.jsonl", bad)
+    assert cli.main(["eval", "validate", f"mcq:{unusable}"]) == 1  # every row listed, not an error
+    out = capsys.readouterr().out
+    assert "0 usable, 7 skipped" in out and "row 7 (id b6): fewer than two options (1)" in out
+    assert "medcite eval validate" not in out and "and validate again" in out
+    with pytest.raises(ConfigError, match="medcite eval validate"):  # a run still says where to look
+        load_mcq(f"mcq:{unusable}", Paths(data_dir=tmp_path / "data"))
+
+
 def test_validate_works_for_built_in_sets(capsys):
     assert cli.main(["eval", "validate", "pubmedqa"]) == 0  # MEDCITE_SOURCE_DATA's MIRAGE copy
     assert "500 usable, 0 skipped" in capsys.readouterr().out

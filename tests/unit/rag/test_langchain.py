@@ -1,5 +1,9 @@
 """medcite inside a LangChain app: the retriever and the chain as langchain-core objects."""
 
+import re
+import textwrap
+from pathlib import Path
+
 import pytest
 from langchain_core.runnables import RunnableLambda
 
@@ -85,3 +89,50 @@ def test_streaming_runnable_over_a_real_pipeline_never_yields_an_unsupported_sen
     assert pieces == [good] and final["answer"] == good and final["mode"] == "rag"
     assert [s["status"] for s in final["sentences"]] == ["shown", "removed"]
     assert as_runnable(pipeline).invoke("Which score guides anticoagulation?")["answer"] == good
+
+
+def _python_blocks(text: str) -> list[str]:
+    """README's fenced Python blocks, and a docstring's ``::`` blocks (indented four spaces)."""
+    fenced = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    literal = [textwrap.dedent(b) for b in re.findall(r"::\n\n((?:    .*\n|\n)+)", text)]
+    return fenced + literal
+
+
+@pytest.mark.parametrize("where", ["README.md", "rag/langchain.py"])
+def test_the_documented_in_process_example_runs(where, bm25_paths, monkeypatch, capsys):
+    """The example constructing MedciteRetriever and as_runnable(pipeline), run as written on a
+    test index named default; only the models are swapped: the profile for a BM25 one without
+    the trained reranker, the generator for a scripted one."""
+    import rag.assemble
+    import rag.profile
+    from rag.profile import load_profile, with_changes
+    from tests.helpers import WordGenerator
+
+    text = (Path(__file__).resolve().parents[3] / where).read_text(encoding="utf-8")
+    [example] = [b for b in _python_blocks(text) if "as_runnable(assembled.pipeline)" in b]
+    bm25 = with_changes(
+        load_profile("default"),
+        {
+            "retrieval": {"mode": "bm25"},
+            "rerank": {"backend": "none", "threshold": None},
+            "quote": {"threshold": None},
+        },
+    )
+    monkeypatch.setattr(rag.profile, "load_profile", lambda name="default": bm25)
+    reply = "The qSOFA criteria are respiratory rate, mental status and systolic pressure [1]."
+    monkeypatch.setattr(rag.assemble, "make_generator", lambda config, paths: WordGenerator(reply))
+    monkeypatch.setenv("MEDCITE_DATA_DIR", str(bm25_paths.data_dir))
+    namespace: dict[str, object] = {}
+    exec(compile(example, where, "exec"), namespace)
+    answer = namespace["answer"]
+    assert isinstance(answer, dict) and answer["question"] == "What are the qSOFA criteria?"
+    assert answer["outcome"] in {"answer", "closest_lines", "nothing_relevant"}
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1].startswith(answer["outcome"])  # the example's last line
+    docs = namespace.get("docs")  # the docstring keeps the Documents, README prints one line each
+    ids = (
+        [d.metadata["chunk_id"] for d in docs]
+        if isinstance(docs, list)
+        else [x.split()[0] for x in printed[:-1]]
+    )
+    assert len(ids) == 5 and all(i.startswith("open-medicine:") for i in ids)

@@ -135,3 +135,25 @@ def test_a_missing_profile_file_is_not_found_and_unset_is_only_for_settings_that
     bad.write_text('[rerank]\nkeep = "unset"\n')
     with pytest.raises(ConfigError, match=r"rerank\.keep"):
         load_profile(bad)
+
+
+def test_a_path_like_profile_that_does_not_exist_is_a_file_not_found_with_its_path(tmp_path):
+    for given in (tmp_path / "nope.toml", f"{tmp_path}/lower", "configs/lower"):
+        with pytest.raises(ConfigError, match="profile file not found") as err:
+            load_profile(given)
+        assert str(Path(given).absolute()) in str(err.value) and "no profile" not in str(err.value)
+    with pytest.raises(ConfigError, match=r"--profile default$"):
+        load_profile(tmp_path / "default.toml")  # a packaged name written as a file
+
+
+def test_a_mistyped_key_section_or_profile_name_says_what_was_meant(tmp_path):
+    path = tmp_path / "typo.toml"
+    path.write_text("[rerank]\ntreshold = 0.3\n[reranker]\nkeep = 2\n[quote]\nzzz = 1\n")
+    with pytest.raises(ConfigError) as err:
+        load_profile(path)
+    message = str(err.value)
+    assert "rerank.treshold: unknown key; did you mean 'rerank.threshold'?" in message
+    assert "reranker: unknown key; did you mean 'rerank'?" in message
+    assert "quote.zzz: unknown key; the keys here are judge, reader_path, threshold" in message
+    with pytest.raises(ConfigError, match="did you mean 'default'"):
+        load_profile("defualt")
