@@ -155,6 +155,7 @@ def test_ranx_gives_the_same_numbers_from_the_rank_column(tmp_path):
     """ranx sorts by score alone, not breaking ties by doc id as trec_eval does: it is given the
     rank column (as scores) and the qrels of the queries the run file has."""
     import ranx  # the dev extra installs it; imported here, its numba start-up is this test's cost
+
     records, sets = tied_case()
     metrics = written(tmp_path, records, sets)
     for ds in SETS:
