@@ -2,8 +2,9 @@
 
 Both shapes carry the same medcite additions: ``citations`` (each resolving to the exact
 passage: chunk id, document, character span, quote, support score), ``evidence`` (the passages
-the model was given) and ``medcite`` (answer mode, notes, per-sentence support, timings). In a
-stream they arrive on the final chunk, after the last piece of text and before ``[DONE]``.
+the model was given) and ``medcite`` (answer mode, notes, per-sentence support, timings, the
+passages and lines read). In a stream they arrive on the final chunk, after the last piece of
+text and before ``[DONE]``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from dataclasses import asdict
 from typing import Any
 
-from core.types import Answer
+from core.types import Answer, Hit
 from rag.render import citation_to_dict, hit_to_dict, sentence_to_dict
 
 
@@ -31,6 +33,11 @@ def finish_reason(answer: Answer, max_tokens: int) -> str:
     return "length" if answer.usage.get("completion_tokens", 0) >= max_tokens else "stop"
 
 
+def read_to_dict(hit: Hit) -> dict[str, Any]:
+    chunk = hit.chunk
+    return {"chunk_id": chunk.chunk_id, "title": chunk.title, "score": hit.score, "rank": hit.rank}
+
+
 def extras(answer: Answer) -> dict[str, Any]:
     """The medcite fields added to a completion (top level) or to the final stream chunk."""
     return {
@@ -46,6 +53,10 @@ def extras(answer: Answer) -> dict[str, Any]:
             # every generated sentence, with what the support gate did (removed ones included)
             "sentences": [sentence_to_dict(s) for s in answer.sentences],
             "timings": {k: round(v, 4) for k, v in answer.timings.items()},
+            # what was read, whatever the outcome (docs/usage.md, "What a reply is"): every passage
+            # scored, kept or not (its text is in evidence when kept), and the best lines' P
+            "read": [read_to_dict(h) for h in answer.read],
+            "lines_read": [asdict(line) for line in answer.lines_read],
         },
     }
 

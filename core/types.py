@@ -178,6 +178,18 @@ class SentenceSupport:
 
 
 @dataclass(frozen=True)
+class LineScore:
+    """A line the line judge scored, shown or not: where it stands, its words and P(answers)."""
+
+    chunk_id: str
+    start: int  # document offsets of the line
+    end: int
+    text: str
+    probability: float
+    for_another_patient: bool = False  # the condition reader found it stated for another patient
+
+
+@dataclass(frozen=True)
 class Answer:
     """The result of ``Pipeline.answer``.
 
@@ -187,6 +199,9 @@ class Answer:
     found but no line was confirmed, else nothing relevant; ``outcome`` says which and
     ``rag/answer/outcomes.py`` builds both),
     ``degraded`` (generation failed; ``evidence`` lists the passages found, unsummarised).
+    ``read`` is every passage the relevance model scored, kept or not, best first, and
+    ``lines_read`` the best lines the line judge scored: what a user tunes the thresholds by,
+    whatever the outcome.
     """
 
     question: str
@@ -200,6 +215,8 @@ class Answer:
     notes: tuple[str, ...] = ()
     choice: str | None = None  # multiple-choice mode: the chosen option letter
     option_probs: Mapping[str, float] | None = None
+    read: tuple[Hit, ...] = ()
+    lines_read: tuple[LineScore, ...] = ()
 
     @property
     def outcome(self) -> str:

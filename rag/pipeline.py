@@ -23,7 +23,7 @@ from core.errors import ConfigError, GeneratorError, ModelError
 from core.types import Answer, Filters, Message
 from rag.answer.closest import NonAnswer
 from rag.answer.generated import GeneratedAnswerer, generate
-from rag.answer.outcomes import said
+from rag.answer.outcomes import said, with_reading
 from rag.answer.quoted import QuotedAnswerer
 from rag.choice import choose_option
 from rag.gate.gate import SupportChecker
@@ -93,8 +93,15 @@ class Pipeline:
         self.judge = judge = judge or _line_judge(reranker, profile)
         threshold = _own(judge, "answer_threshold", quote.threshold, "quote.threshold")
         floor = _own(judge, "floor", quote.closest_floor, "quote.closest_floor")
-        self.non_answer = NonAnswer(judge, floor or 0.0, quote.sentences, quote.closest_pool(), stop)
-        quoted = QuotedAnswerer(judge, threshold, quote.sentences, stop)
+        about = (
+            None
+            if quote.closest_about == "off"
+            else profile.verify.model_copy(
+                update={"about": quote.closest_about, "min_about": quote.closest_min_about}
+            )
+        )
+        self.non_answer = NonAnswer(judge, floor or 0.0, quote.sentences, quote.closest_pool(), stop, about)
+        quoted = QuotedAnswerer(judge, threshold, quote.sentences, stop, quote.one_guideline)
         generated = GeneratedAnswerer(
             generator,
             self.verifier,
@@ -273,11 +280,17 @@ class Pipeline:
             for answerer in self.answerers:  # quoted, then generated
                 reply = answerer.reply(turn)
                 if reply is not None:
-                    yield from reply
+                    yield from self._recorded(reply, turn)
                     return
         else:
             turn.why.append(f"no passage cleared the evidence threshold ({len(found.dropped)} below it)")
-        yield from said(self.non_answer.reply(turn))
+        yield from self._recorded(said(self.non_answer.reply(turn)), turn)
+
+    def _recorded(self, reply: Iterator[str | Answer], turn: Turn) -> Iterator[str | Answer]:
+        """``reply`` with what was read put on its answer's record (``outcomes.with_reading``)."""
+        model = self.non_answer.judge.model if self.non_answer.judge is not None else None
+        for piece in reply:
+            yield with_reading(piece, turn, model) if isinstance(piece, Answer) else piece
 
     def quote(self, question: str) -> Answer | None:
         """The answer by quoting alone, or None where :meth:`answer` would go on to generate (or

@@ -204,6 +204,16 @@ class QuoteConfig(_Strict):
     closest_pool_keep: int = Field(
         ge=1, le=50, description="How many candidates the closest-lines pool holds."
     )
+    one_guideline: bool = Field(
+        description="A quoted answer's lines after the best come from the best line's guideline (its title).",
+    )
+    closest_about: Literal["every", "judged", "off"] = Field(
+        description='Closest lines come from passages about the question: "every" key term, "judged" by the'
+        ' aboutness model (and sharing one of its concepts), "off".',
+    )
+    closest_min_about: Probability | None = Field(
+        description='closest_about = "judged": the P(about) a passage needs; unset: the model\'s own.',
+    )
 
     def closest_pool(self) -> tuple[float, int] | None:
         """(relevance floor, how many) of the passages closest lines come from; None: the quote pool."""

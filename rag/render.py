@@ -48,6 +48,8 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
         "timings": dict(answer.timings),
         "usage": dict(answer.usage),
         "notes": list(answer.notes),
+        "read": [hit_to_dict(h) for h in answer.read],  # every passage scored, kept or not
+        "lines_read": [asdict(line) for line in answer.lines_read],  # the best lines and their P
     }
 
 
@@ -55,6 +57,13 @@ def _quote(text: str, width: int = 92, limit: int = 300) -> str:
     flat = " ".join(text.split())
     flat = flat[:limit] + ("…" if len(flat) > limit else "")
     return textwrap.indent(textwrap.fill(flat, width), "    | ")
+
+
+def _hanging(line: str) -> str:
+    """The indent a wrapped list row continues at: under its text, past "- " (and an item's
+    two spaces under its lead-in)."""
+    bare = line.lstrip(" ")
+    return " " * (len(line) - len(bare) + 2) if bare.startswith("- ") else ""
 
 
 def answer_to_text(answer: Answer) -> str:
@@ -66,8 +75,7 @@ def answer_to_text(answer: Answer) -> str:
     """
     lines: list[str] = [_header(answer)]
     body = "\n".join(
-        textwrap.fill(line, 96, subsequent_indent="  " if line.startswith("- ") else "")
-        for line in answer.text.splitlines()
+        textwrap.fill(line, 96, subsequent_indent=_hanging(line)) for line in answer.text.splitlines()
     )
     lines += [body, ""]
     if answer.citations:
@@ -79,10 +87,13 @@ def answer_to_text(answer: Answer) -> str:
         for c in answer.citations:
             lines += _citation_lines(c)
         lines.append("")
-    elif answer.evidence and answer.mode in {"degraded", "abstained"}:
-        lines.append("Passages read (not an answer):")
-        for h in answer.evidence:
-            lines.append(f"  {h.rank}. {h.chunk.title} ({h.chunk.chunk_id}) {h.chunk.url}")
+    elif (shown := answer.evidence or answer.read[:3]) and answer.mode in {"degraded", "abstained"}:
+        kept = "" if answer.evidence else ", none kept as evidence"
+        lines.append(f"Passages read (not an answer{kept}):")
+        for h in shown:
+            lines.append(
+                f"  {h.rank}. {h.chunk.title} ({h.chunk.chunk_id}; score {h.score:.2f}) {h.chunk.url}"
+            )
             lines.append(_quote(h.chunk.text))
         lines.append("")
     for n, s in enumerate(answer.sentences, start=1):

@@ -87,14 +87,20 @@ def fake_profile(changes: dict[str, Any] | None = None) -> Any:
     """The default profile as a hand-built pipeline of fakes needs it: every passage kept (no
     evidence threshold; fakes score on no calibrated scale), five kept in the reranker's order,
     nothing quoted (no relevance model), the closest lines from the kept passages at any
-    probability, the heuristic verifier when one is assembled; then ``changes``
+    probability and without the aboutness check of lines (judged, it reads a calibrated
+    relevance), the heuristic verifier when one is assembled; then ``changes``
     (``rag.profile.with_changes``)."""
     from rag.profile import default_profile, with_changes
 
     base = {
         "rerank": {"threshold": None, "keep": 5, "candidates": 12, "order": "relevance"},
         "verify": {"backend": "heuristic"},
-        "quote": {"threshold": None, "closest_floor": 0.0, "closest_pool_threshold": None},
+        "quote": {
+            "threshold": None,
+            "closest_floor": 0.0,
+            "closest_pool_threshold": None,
+            "closest_about": "off",
+        },
         "generator": {"max_tokens": 256},
     }
     profile = with_changes(default_profile(), base)

@@ -26,6 +26,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "clinician-passages": "bench.answers.clinician_passages",
         "clinician-stages": "bench.retrieval.clinician_stages",
         "embedding-paths": "bench.retrieval.embedding_paths",
+        "closest-about": "bench.answers.closest_about",
         "closest-pool": "bench.answers.closest_pool",
         "condition-reader": "bench.answers.condition_reader",
         "evidence-threshold": "bench.answers.evidence_threshold",

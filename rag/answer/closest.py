@@ -5,7 +5,10 @@ reaches ``[quote] closest_floor``; they come from the line judge's lines of the 
 or with ``[quote] closest_pool_threshold`` from a wider pool of the candidates (scored once, now
 that no line is confirmed). Without scored lines the kept passages are the closest, whole: when
 the quote checks barred every line (the relevance model still kept the passages), or with no
-quote model unless none is about the question. Otherwise: nothing relevant.
+quote model unless none is about the question. Each closest line comes from a passage about the
+question (``[quote] closest_about``: the aboutness check, ``rag/reading/aboutness.py``), so a
+question about nothing in the sources ("What is the capital of France?") is told nothing relevant.
+Otherwise: nothing relevant.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from collections.abc import Sequence
 
 from core.errors import ModelError
 from core.types import Answer, Hit, SentenceSupport
-from rag.answer.outcomes import lines_reply, nothing_relevant
+from rag.answer.outcomes import about_lines, lines_reply, nothing_relevant
+from rag.profile import VerifyConfig
 from rag.reading.lines import Line
 from rag.reading.quote_model import LineJudge, ScoredLines, closest_lines
 from rag.turn import Turn
@@ -33,8 +37,10 @@ class NonAnswer:
         count: int,
         pool: tuple[float, int] | None,
         stop: Sequence[str],
+        about: VerifyConfig | None = None,
     ) -> None:
         self.judge, self.floor, self.count, self.pool, self.stop = judge, floor, count, pool, tuple(stop)
+        self.about = about
 
     def reply(self, turn: Turn, removed: Sequence[SentenceSupport] = ()) -> Answer:
         """The closest lines or nothing relevant (module docstring), noting ``turn.why``;
@@ -43,15 +49,27 @@ class NonAnswer:
         removed = tuple(s for s in removed if s.status == "removed")
         pool, scored = self._closest_pool(turn)
         if scored is not None and self.judge is not None and (scored.lines or scored.conflicting):
-            lines = closest_lines(scored, self.judge.model, count)
-            if lines[0].probability >= self.floor:
-                return self._cut(lines_reply(turn, lines, pool, confirmed=False, notes=why, removed=removed))
+            every = closest_lines(scored, self.judge.model, len(scored.lines) + len(scored.conflicting))
+            lines = self._about(turn, every, pool)[:count]
+            if lines and lines[0].probability >= self.floor:
+                return self._cut(
+                    lines_reply(turn, lines, pool, confirmed=False, scored=scored, notes=why, removed=removed)
+                )
         elif found.kept and (turn.lines is not None or not turn.off_topic):  # unscored: passages whole
-            whole = [Line(hit, n, float("nan")) for n, hit in enumerate(found.kept[:count], start=1)]
-            return self._cut(
-                lines_reply(turn, whole, found.kept, confirmed=False, notes=why, removed=removed)
-            )
+            whole = [Line(hit, n, float("nan")) for n, hit in enumerate(found.kept, start=1)]
+            if whole := self._about(turn, whole, found.kept)[:count]:
+                return self._cut(
+                    lines_reply(turn, whole, found.kept, confirmed=False, notes=why, removed=removed)
+                )
         return nothing_relevant(turn, why, removed)
+
+    def _about(self, turn: Turn, lines: list[Line], passages: Sequence[Hit]) -> list[Line]:
+        """The lines whose passage is about the question (``[quote] closest_about``); when none is, why
+        on the turn."""
+        kept, lacking = about_lines(turn, lines, passages, self.about)
+        if lines and not kept:
+            turn.why.append(f"no passage read is about the question (none has: {'; '.join(lacking)})")
+        return kept
 
     def _closest_pool(self, turn: Turn) -> tuple[list[Hit], ScoredLines | None]:
         """The passages closest lines come from and their scored lines: the kept passages', or

@@ -64,6 +64,10 @@ GENERIC_TERMS = frozenset(
     assessment screen screening prevent prevention manage managed required need needed consider
     considered suggested common frequent frequently typical clinical often much many long
     """
+    # function words the tokenizer keeps: a passage need not say "must" to state an obligation
+    """
+    must may might shall ought cannot also whether per via times
+    """
     # how a research question asks (chosen on BioASQ Task 7B-10B, where these were the terms most
     # often missing from every gold snippet of a question; ``bench/answers/aboutness_literature.py``)
     """

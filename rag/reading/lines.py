@@ -48,18 +48,30 @@ def _table_header(text: str, start: int, end: int) -> bool:
 
 _CONTINUES = frozenset(",.;:)]}%")  # a sentence does not begin with these
 
+# A corpus line advertising a tool or service ("**OpenMedicine Calculator:** `calculate_qsofa` -
+# available via MCP for ...") says where to compute an answer, never the answer itself.
+_ADVERT = re.compile(r"\bavailable (?:via|through) (?:MCP|an? API)\b", re.IGNORECASE)
+
+
+def advert(sentence: str) -> bool:
+    """Whether ``sentence`` advertises a tool or service rather than stating medicine."""
+    return bool(_ADVERT.search(sentence))
+
 
 def quotable(chunk: Chunk) -> list[tuple[int, int]]:
     """Sentence spans of ``chunk`` that can stand as a quote: not a first one that starts
     mid-sentence (chunks overlap, so one may be cut: a lowercase letter or the punctuation that
-    follows a word, ", pantoprazole 40 mg"), not a table's header row, and with words."""
+    follows a word, ", pantoprazole 40 mg"), not a table's header row, not a tool's advert, and
+    with words."""
     text = chunk.text
     spans = sentence_spans(text) or [(0, len(text))]
     first = text[spans[0][0] : spans[0][0] + 1]
     if chunk.start > 0 and (first.islower() or first in _CONTINUES):
         spans = spans[1:]
     return [
-        (s, e) for s, e in spans if any(ch.isalpha() for ch in text[s:e]) and not _table_header(text, s, e)
+        (s, e)
+        for s, e in spans
+        if any(ch.isalpha() for ch in text[s:e]) and not _table_header(text, s, e) and not advert(text[s:e])
     ]
 
 
@@ -107,6 +119,39 @@ def lead_in(text: str, start: int, cut: bool) -> str:
             return ""
         return candidate.strip()
     return ""
+
+
+_INLINE_ITEM = re.compile(r"\s*\d{1,2}[.)]\s")  # "criteria: 1. Respiratory rate >= 22; 2. ..."
+
+
+def announced(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Where the list or table that the line ``text[start:end]`` announces stands in ``text``
+    (it ends with ":" and list items or table rows follow it, on its own line or the next ones),
+    as a span of ``text``; None when it announces nothing ("at least two of the following
+    three clinical parameters:" then "1. Respiratory Rate: >= 22 breaths per minute" ...)."""
+    if not plain_text(text[start:end]).rstrip().endswith(":"):
+        return None
+    line_end = text.find("\n", end)
+    line_end = len(text) if line_end < 0 else line_end
+    inline = bool(_INLINE_ITEM.match(text, end, line_end))
+    if text[end:line_end].strip() and not inline:
+        return None
+    last, pos = line_end if inline else end, line_end + 1
+    while pos <= len(text):
+        stop = text.find("\n", pos)
+        stop = len(text) if stop < 0 else stop
+        line = text[pos:stop]
+        if line.strip() and not (
+            _LIST_ITEM.match(line) or line.lstrip().startswith("|") or line[:1].isspace()
+        ):
+            break
+        if not line.strip() and last == end:  # blank lines between the lead-in and its list
+            pos = stop + 1
+            continue
+        if not line.strip():
+            break
+        last, pos = stop, stop + 1
+    return (end, last) if last > end else None
 
 
 def line_words(line: Line) -> str:

@@ -460,5 +460,8 @@ def test_a_sentence_citing_a_passage_not_about_the_question_is_not_presented(bm2
     final = next(c.model_extra for c in chunks if c.model_extra.get("medcite"))
     assert final["medcite"]["mode"] == "abstained" and final["medcite"]["outcome"] == "nothing_relevant"
     assert final["citations"] == [] and final["evidence"]  # the passages read are listed
+    read = final["medcite"]["read"]  # ... every one scored, kept or not, with its score
+    assert {h["chunk_id"] for h in final["evidence"]} <= {h["chunk_id"] for h in read}
+    assert all(isinstance(h["score"], float) for h in read)
     assert final["medcite"]["sentences"] == [] and generator.streams == []
     assert any("lacks a word asked (pembrolizumab" in n for n in final["medcite"]["notes"])

@@ -423,6 +423,18 @@ def test_a_confident_quote_answers_with_the_sources_own_sentences_without_genera
     assert [h.chunk for h in answer.evidence] == [doc_hit("af", 1).chunk, doc_hit("cap", 2).chunk]
 
 
+def test_a_question_naming_no_subject_is_never_quoted_nor_shown_closest_lines():
+    pipe, gen, _ = quote_pipeline(0.0)  # every line would be confident enough
+    strict = pipe.with_changes({"quote": {"closest_about": "judged"}})
+    question = "What is 17 times 23?"  # numbers and "times": no subject word
+    assert strict.quote(question) is None
+    assert strict.quote("Which score estimates stroke risk in AF?") is not None  # a subject: quoted
+    gen.reply = "No citation here."  # generated, then removed by the gate: nothing confirmed
+    answer = strict.answer(question)
+    assert answer.outcome == "nothing_relevant" and answer.citations == ()
+    assert any("names no subject" in n for n in answer.notes)
+
+
 def test_quote_alone_gives_the_quoted_answer_or_none_and_never_generates():
     pipe, gen, _ = quote_pipeline(0.0)
     question = "Which score estimates stroke risk in AF?"
@@ -447,7 +459,7 @@ def test_a_quote_holding_a_clients_stop_sequence_is_generated_instead():
 
 def test_a_failing_quote_scorer_generates_instead_and_says_so():
     pipe, gen, _ = quote_pipeline(0.0, error=ModelError("overlay gone"))
-    answer = pipe.answer("Which score?")
+    answer = pipe.answer("Which score estimates stroke risk in AF?")
     assert len(gen.calls) == 1
     assert any("quoting unavailable" in n and "overlay gone" in n for n in answer.notes)
 
@@ -487,3 +499,20 @@ def test_closest_lines_under_the_floor_are_nothing_relevant_and_no_kept_passage_
         "Which score estimates stroke risk in AF?"
     )
     assert nothing_kept.outcome == "nothing_relevant" and nothing_kept.evidence == ()
+    # what was read is on the record whatever the outcome: every passage scored, best first
+    assert [h.chunk.doc_id for h in nothing_kept.read][:2] == ["cap", "af"]
+    assert [h.score for h in nothing_kept.read] == sorted((h.score for h in nothing_kept.read), reverse=True)
+    assert answer.lines_read and all(0.0 <= line.probability <= 1.0 for line in answer.lines_read)
+
+
+def test_closest_lines_come_only_from_a_passage_about_the_question():
+    reranker = SentenceReranker("Amoxicillin", "CHA2DS2-VASc")  # passages: cap 0.9, af 0.1
+    profile = fake_profile({"rerank": {"threshold": 0.5, "keep": 3}, "quote": {"threshold": 1.0}})
+    pipe = Pipeline(
+        DocRetriever(), reranker, FakeGenerator("x"), verifier=ScriptedVerifier(), profile=profile
+    )
+    question = "Which amoxicillin dose in Narnia?"  # "narnia": in no passage
+    assert pipe.answer(question).outcome == "closest_lines"  # the fakes' profile: the check off
+    strict = pipe.with_changes({"quote": {"closest_about": "every"}}).answer(question)
+    assert strict.outcome == "nothing_relevant" and strict.citations == ()
+    assert any("no passage read is about the question (none has: narnia" in n for n in strict.notes)

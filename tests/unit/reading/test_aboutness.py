@@ -60,6 +60,16 @@ def test_key_terms_keep_the_subject_and_drop_how_the_question_asks():
     assert key_terms("How is anticoagulation decided, by scoring?") == ("anticoagulation",)
 
 
+def test_function_words_are_never_a_missing_key_term():
+    # a user's protocol states the bleep number without saying "must" (issue 59)
+    question = "Who must I bleep, and may I call the outreach team, for a deteriorating patient?"
+    assert key_terms(question) == ("bleep", "outreach", "team", "deteriorating")
+    line = chunk(
+        "Escalation", ("Deteriorating patient",), "Bleep the outreach team on 2222 and call the registrar."
+    )
+    assert is_about(question, line)
+
+
 def test_the_issue_14_passage_is_not_about_a_drug_it_never_names():
     assert missing_terms(key_terms(PEMBRO), FAMILIAL_MELANOMA) == ("pembrolizumab", "metastatic")
     assert not is_about(PEMBRO, FAMILIAL_MELANOMA)
