@@ -69,9 +69,7 @@ def judged(threshold: float, shared: str, p: float, every: bool, share: float, s
     return p >= threshold and common[shared]
 
 
-def tally(
-    items: list[ClinicianItem], lines: dict[str, list[tuple[str, float, bool]]], rule: Any
-) -> dict[str, Any]:
+def tally(items: list[ClinicianItem], lines: dict[str, list[Line]], rule: Any) -> dict[str, Any]:
     """Per kind: shown closest lines; answerable: the key fact among them, and lost by the rule."""
     out: dict[str, Any] = {}
     for item in items:
