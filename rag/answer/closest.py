@@ -18,10 +18,13 @@ from collections.abc import Sequence
 
 from core.errors import ModelError
 from core.types import Answer, Hit, SentenceSupport
-from rag.answer.outcomes import about_lines, lines_reply, nothing_relevant
+from rag.answer.outcomes import lines_reply, nothing_relevant
 from rag.profile import VerifyConfig
+from rag.reading.aboutness import missing
 from rag.reading.lines import Line
+from rag.reading.question import ReadQuestion
 from rag.reading.quote_model import LineJudge, ScoredLines, closest_lines
+from rag.reading.terms import chunk_stems, coverage
 from rag.turn import Turn
 
 
@@ -93,3 +96,28 @@ class NonAnswer:
         generated text would be (OpenAI's contract: the content never holds one)."""
         cuts = [answer.text.find(stop) for stop in self.stop if stop and stop in answer.text]
         return dataclasses.replace(answer, text=answer.text[: min(cuts)].rstrip()) if cuts else answer
+
+
+def about_lines(
+    turn: Turn, lines: Sequence[Line], passages: Sequence[Hit], about: VerifyConfig | None
+) -> tuple[list[Line], tuple[str, ...]]:
+    """The lines whose passage (``passages[line.source - 1]``) is about the question by ``about``
+    (``aboutness.missing``; None: every line), and what the others' passages lack."""
+    if about is None:
+        return list(lines), ()
+    if not turn.read.terms:  # "What is 17 times 23?", "and in children?": nothing to be about
+        return [], ("a subject (a drug, disease or test) named in the question",)
+    lacking = {n: _lacks(turn.read, hit, about) for n, hit in enumerate(passages, start=1)}
+    kept = [line for line in lines if not lacking.get(line.source)]
+    gone = {line.source for line in lines if lacking.get(line.source)}
+    return kept, tuple(dict.fromkeys(term for n in sorted(gone) for term in lacking[n]))
+
+
+def _lacks(read: ReadQuestion, hit: Hit, about: VerifyConfig) -> tuple[str, ...]:
+    """What ``hit`` lacks to be about the question: ``aboutness.missing``, and under the judged
+    rule at least one of the question's concepts (a relevance model sure of a passage sharing
+    no word with "Thanks, that helps!" is wrong: on dev the guard cost no key fact)."""
+    lacking = missing(read, hit.chunk, about, hit.score)
+    if about.about == "judged" and not lacking and coverage(read.concepts, chunk_stems(hit.chunk))[0] == 0:
+        return tuple(c.text for c in read.concepts)
+    return lacking

@@ -22,11 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from core.types import Answer, Citation, Hit, LineScore, SentenceSupport
-from rag.profile import VerifyConfig
-from rag.reading.aboutness import missing
 from rag.reading.lines import Line, announced, line_words, shown_text
-from rag.reading.question import ReadQuestion
-from rag.reading.terms import chunk_stems, coverage
 from rag.turn import Turn
 
 if TYPE_CHECKING:
@@ -99,29 +95,7 @@ def _reasons(line: Line, confirmed: bool) -> tuple[str, ...]:
     return (f"quoted; P(answers the question) = {line.probability:.2f}", *fit)
 
 
-def about_lines(
-    turn: Turn, lines: Sequence[Line], passages: Sequence[Hit], about: VerifyConfig | None
-) -> tuple[list[Line], tuple[str, ...]]:
-    """The lines whose passage (``passages[line.source - 1]``) is about the question by ``about``
-    (``aboutness.missing``; None: every line), and what the others' passages lack."""
-    if about is None:
-        return list(lines), ()
-    if not turn.read.terms:  # "What is 17 times 23?", "and in children?": nothing to be about
-        return [], ("a subject (a drug, disease or test) named in the question",)
-    lacking = {n: _lacks(turn.read, hit, about) for n, hit in enumerate(passages, start=1)}
-    kept = [line for line in lines if not lacking.get(line.source)]
-    gone = {line.source for line in lines if lacking.get(line.source)}
-    return kept, tuple(dict.fromkeys(term for n in sorted(gone) for term in lacking[n]))
-
-
-def _lacks(read: ReadQuestion, hit: Hit, about: VerifyConfig) -> tuple[str, ...]:
-    """What ``hit`` lacks to be about the question: ``aboutness.missing``, and under the judged
-    rule at least one of the question's concepts (a relevance model sure of a passage sharing
-    no word with "Thanks, that helps!" is wrong: on dev the guard cost no key fact)."""
-    lacking = missing(read, hit.chunk, about, hit.score)
-    if about.about == "judged" and not lacking and coverage(read.concepts, chunk_stems(hit.chunk))[0] == 0:
-        return tuple(c.text for c in read.concepts)
-    return lacking
+LIST_ITEMS = 12  # a lead-in shows at most this many of its items
 
 
 def with_items(
@@ -159,9 +133,6 @@ def _items(line: Line, scored: ScoredLines | None, evidence: Sequence[Hit]) -> l
         and lo <= item.hit.chunk.start < hi
     ]
     return sorted(items, key=lambda item: item.hit.chunk.start)[:LIST_ITEMS]
-
-
-LIST_ITEMS = 12  # a lead-in shows at most this many of its items
 
 
 def _reading_order(groups: list[list[Line]], evidence: Sequence[Hit]) -> tuple[dict[int, int], list[Hit]]:
