@@ -203,7 +203,9 @@ def test_readers_in_threads_see_whole_values_while_one_writer_writes(path, caplo
         for thread in threads:
             thread.join()
     assert errors == []
-    assert caplog.text == ""  # no read was turned into a miss by a lock
+    # no read was turned into a miss by a lock (the cache's own records: a Ray thread left by an
+    # earlier test may log its dashboard's connection errors into caplog meanwhile)
+    assert [r.getMessage() for r in caplog.records if r.name == "indexes.sqlite_cache"] == []
     assert [len(r.get_many([f"k{i}" for i in range(300)])) for r in readers] == [300, 300]
     for reader in readers:
         reader.close()
