@@ -57,6 +57,8 @@ def extras(answer: Answer) -> dict[str, Any]:
             # scored, kept or not (its text is in evidence when kept), and the best lines' P
             "read": [read_to_dict(h) for h in answer.read],
             "lines_read": [asdict(line) for line in answer.lines_read],
+            # what the earlier user turns contributed to the question read (docs/api.md, "Follow-ups")
+            "carried": list(answer.carried),
         },
     }
 

@@ -217,6 +217,7 @@ class Answer:
     option_probs: Mapping[str, float] | None = None
     read: tuple[Hit, ...] = ()
     lines_read: tuple[LineScore, ...] = ()
+    carried: tuple[str, ...] = ()  # what earlier chat turns contributed to the question read
 
     @property
     def outcome(self) -> str:

@@ -30,6 +30,7 @@ from rag.gate.gate import SupportChecker
 from rag.generate import prompts
 from rag.profile import Profile, default_profile, with_changes
 from rag.protocols import Generator, Reranker, Retriever
+from rag.reading.conversation import Resolved, carry, earlier_questions
 from rag.reading.question import ReadQuestion
 from rag.reading.quote_model import LineJudge, QuoteJudge
 from rag.reading.terms import Vocabulary
@@ -100,7 +101,15 @@ class Pipeline:
                 update={"about": quote.closest_about, "min_about": quote.closest_min_about}
             )
         )
-        self.non_answer = NonAnswer(judge, floor or 0.0, quote.sentences, quote.closest_pool(), stop, about)
+        self.non_answer = NonAnswer(
+            judge,
+            floor or 0.0,
+            quote.sentences,
+            quote.closest_pool(),
+            stop,
+            about,
+            quote.closest_min_coverage,
+        )
         quoted = QuotedAnswerer(judge, threshold, quote.sentences, stop, quote.one_guideline)
         generated = GeneratedAnswerer(
             generator,
@@ -274,23 +283,60 @@ class Pipeline:
         if closed_book:
             yield from self._closed_book(question, clock, stream_tokens)
             return
-        found = self.evidence(question, filters=filters, clock=clock, history=history)
-        turn = Turn(self.read(question), found, clock, stream_tokens=stream_tokens, cancelled=cancelled)
+        asked = self.conversation(question, history, clock)
+        searched_with = history if self.profile.conversation.reading == "search" else ()
+        found = self.evidence(asked.text, filters=filters, clock=clock, history=searched_with)
+        turn = Turn(asked.read, found, clock, stream_tokens=stream_tokens, cancelled=cancelled)
         if found.kept:
             for answerer in self.answerers:  # quoted, then generated
                 reply = answerer.reply(turn)
                 if reply is not None:
-                    yield from self._recorded(reply, turn)
+                    yield from self._recorded(reply, turn, asked)
                     return
         else:
             turn.why.append(f"no passage cleared the evidence threshold ({len(found.dropped)} below it)")
-        yield from self._recorded(said(self.non_answer.reply(turn)), turn)
+        yield from self._recorded(said(self.non_answer.reply(turn)), turn, asked)
 
-    def _recorded(self, reply: Iterator[str | Answer], turn: Turn) -> Iterator[str | Answer]:
-        """``reply`` with what was read put on its answer's record (``outcomes.with_reading``)."""
+    def conversation(
+        self, question: str, history: Sequence[Message] = (), clock: Clock | None = None
+    ) -> Resolved:
+        """``question`` as every stage reads it, with the earlier user turns of ``history`` as
+        ``[conversation] reading`` says (``rag/reading/conversation.py``); a failing rewrite reads
+        the follow-up carried over instead, and says so."""
+        earlier = earlier_questions(history)
+        reading, same_measure = self.profile.conversation.reading, self.profile.verify.checks("same_measure")
+        if not earlier or reading == "search":
+            return Resolved(self.read(question))
+        if reading == "rewrite":
+            try:
+                with (clock or Clock()).stage("rewrite"):
+                    generation = self.generator.generate(
+                        prompts.standalone_messages(question, earlier),
+                        max_tokens=self.profile.conversation.max_tokens,
+                    )
+                text = " ".join(generation.text.split())
+                if text:
+                    return Resolved(self.read(text), rewritten=True)
+            except GeneratorError:
+                pass  # read carried over below
+        return carry(question, earlier, self.vocabulary, same_measure=same_measure)
+
+    def _recorded(
+        self, reply: Iterator[str | Answer], turn: Turn, asked: Resolved | None = None
+    ) -> Iterator[str | Answer]:
+        """``reply`` with what was read put on its answer's record (``outcomes.with_reading``),
+        after the line saying what earlier turns contributed (``Resolved.said``)."""
         model = self.non_answer.judge.model if self.non_answer.judge is not None else None
+        prefix = asked.said if asked is not None else ""
+        if prefix:
+            yield prefix
         for piece in reply:
-            yield with_reading(piece, turn, model) if isinstance(piece, Answer) else piece
+            if isinstance(piece, Answer):
+                carried = asked.carried if asked is not None else ()
+                piece = dataclasses.replace(with_reading(piece, turn, model), carried=carried)
+                yield dataclasses.replace(piece, text=prefix + piece.text) if prefix else piece
+            else:
+                yield piece
 
     def quote(self, question: str) -> Answer | None:
         """The answer by quoting alone, or None where :meth:`answer` would go on to generate (or

@@ -78,6 +78,17 @@ class ReformulationConfig(_Strict):
     )
 
 
+class ConversationConfig(_Strict):
+    reading: Literal["carry", "rewrite", "search"] = Field(
+        description="How a follow-up is read with the earlier user turns: carried over (subject, asked-for "
+        "and patient facts, rag/reading/conversation.py), rewritten as a standalone question by the "
+        "generator, or the previous turn only added to the search text."
+    )
+    max_tokens: int = Field(
+        ge=8, le=512, description='reading = "rewrite": most tokens the rewrite may take.'
+    )
+
+
 class RerankConfig(_Strict):
     backend: Literal["none", "llm", "cross-encoder", "trained"] = Field(
         description="Which reranker scores the fused hits; trained: the relevance model shipped.",
@@ -209,10 +220,14 @@ class QuoteConfig(_Strict):
     )
     closest_about: Literal["every", "judged", "off"] = Field(
         description='Closest lines come from passages about the question: "every" key term, "judged" by the'
-        ' aboutness model (and sharing one of its concepts), "off".',
+        ' aboutness model, "off".',
     )
     closest_min_about: Probability | None = Field(
         description='closest_about = "judged": the P(about) a passage needs; unset: the model\'s own.',
+    )
+    closest_min_coverage: Probability = Field(
+        description='closest_about = "judged": the idf-weighted share of the question\'s concepts a passage'
+        " names, at least.",
     )
 
     def closest_pool(self) -> tuple[float, int] | None:
@@ -228,6 +243,7 @@ class Profile(_Strict):
     index: str = Field(description="The index to answer from (`medcite index build --name`).")
     retrieval: RetrievalConfig = Field(description="How to retrieve.")
     reformulation: ReformulationConfig = Field(description="Whether to rewrite the question first.")
+    conversation: ConversationConfig = Field(description="How a follow-up is read with the turns before it.")
     rerank: RerankConfig = Field(description="How to rerank and keep evidence.")
     generator: GeneratorConfig = Field(description="Which model answers.")
     verify: VerifyConfig = Field(description="How each sentence is checked.")

@@ -50,6 +50,7 @@ def answer_to_dict(answer: Answer) -> dict[str, Any]:
         "notes": list(answer.notes),
         "read": [hit_to_dict(h) for h in answer.read],  # every passage scored, kept or not
         "lines_read": [asdict(line) for line in answer.lines_read],  # the best lines and their P
+        "carried": list(answer.carried),  # what earlier turns of a conversation contributed
     }
 
 

@@ -35,12 +35,16 @@ from core.paths import Paths
 from core.types import Chunk
 from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given, load_clinician
 from rag.profile import VerifyConfig, default_profile
-from rag.reading.aboutness import ABOUTNESS_MODEL, AboutnessModel, about_features, missing
+from rag.reading.aboutness import ABOUTNESS_MODEL, AboutnessModel, Logistic, about_features, missing
 from rag.reading.question import ReadQuestion
 from rag.reading.terms import Vocabulary, chunk_stems
 from training.calibrate import fit_logistic, sigmoid
 
 PAIRS_PER_QUESTION = 8
+VARIANTS = {
+    "with_relevance": ("coverage", "specialist_coverage", "relevance"),
+    "without_relevance": ("coverage", "specialist_coverage"),
+}
 Candidates = dict[str, list[list[Any]]]  # question -> [[chunk_id, P(relevant)], ...] in retrieval order
 
 
@@ -115,8 +119,8 @@ def pairs(
     candidates: Candidates,
     chunk_of: Callable[[str], Chunk],
     vocabulary: Vocabulary,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Features (coverage, specialist coverage, relevance) and labels (module docstring)."""
+) -> tuple[list[dict[str, float]], np.ndarray]:
+    """Features (``about_features``, by name) and labels (module docstring)."""
     rows, labels = [], []
     for item in items:
         question = ReadQuestion.read(item.question, lambda: vocabulary)
@@ -128,7 +132,7 @@ def pairs(
                 continue
             rows.append(about_features(question.concepts, chunk_stems(chunk), relevance))
             labels.append(1.0 if item.answerable else 0.0)
-    return np.asarray(rows, dtype=np.float64), np.asarray(labels, dtype=np.float64)
+    return rows, np.asarray(labels, dtype=np.float64)
 
 
 def question_rates(
@@ -176,21 +180,25 @@ def main() -> None:
         dev.chunk_of,
         dev.vocabulary,
     )
-    x, y = pairs(items, candidates, chunk_of, vocabulary)
+    rows, y = pairs(items, candidates, chunk_of, vocabulary)
     fitted: dict[str, dict[str, Any]] = {}
-    params: dict[str, tuple[tuple[float, ...], float]] = {}
-    for name, columns in (("with_relevance", [0, 1, 2]), ("without_relevance", [0, 1])):
-        weights, bias = fit_logistic(x[:, columns], y)
-        params[name] = (tuple(round(float(w), 6) for w in weights), round(float(bias), 6))
+    variants: dict[str, Logistic] = {}
+    for name, features in VARIANTS.items():
+        x = np.asarray([[row[f] for f in features] for row in rows], dtype=np.float64)
+        weights, bias = fit_logistic(x, y)
+        variants[name] = Logistic(features, tuple(round(float(w), 6) for w in weights), round(float(bias), 6))
         fitted[name] = {
-            "weights": list(params[name][0]),
-            "bias": params[name][1],
-            "pair_auc": round(auc(sigmoid(x[:, columns] @ weights + bias), y), 4),
+            "features": list(features),
+            "weights": list(variants[name].weights),
+            "bias": variants[name].bias,
+            "pair_auc": round(auc(sigmoid(x @ weights + bias), y), 4),
         }
     evidence, keep = profile.rerank.threshold or 0.0, profile.rerank.keep
     curve = []
     for theta in np.round(np.arange(0.05, 0.96, 0.05), 2):
-        model = AboutnessModel(params["with_relevance"], params["without_relevance"], threshold=float(theta))
+        model = AboutnessModel(
+            variants["with_relevance"], variants["without_relevance"], threshold=float(theta)
+        )
         read = _reader(vocabulary, model)
         rates = question_rates(items, candidates, chunk_of, read, evidence, keep)
         curve.append({"threshold": float(theta), **{k: round(v, 4) for k, v in rates.items()}})
@@ -198,7 +206,6 @@ def main() -> None:
     out = {
         **fitted,
         "threshold": best["threshold"],
-        "features": ["coverage", "specialist_coverage", "relevance"],
         "manifest": {
             "data": "evals/datasets/clinician_questions.jsonl, dev part only",
             "data_sha256": file_sha256(),

@@ -1,13 +1,16 @@
-"""How sure the aboutness model must be of a closest line's passage, measured on the clinician dev part.
+"""How sure the aboutness model must be of a closest line's passage, measured on dev parts.
 
-    medcite bench closest-about --out docs/results/clinician/closest_about_dev.json
+    medcite bench closest-about --outside --lines data/cache/closest_lines_dev.json \
+        --out docs/results/clinician/closest_about_dev.json
 
 When no line is confirmed, medcite shows the closest lines (``rag/answer/closest.py``) only from
 passages about the question (``[quote] closest_about``). For every dev question the quoted answerer does
 not answer, this replays the non-answer of the profile with the check off, then, for each
-threshold of a grid, keeps the closest lines whose passage the aboutness model
-(``rag/reading/aboutness.py``, judged) gives at least that P(about), or the strict rule
-("every" key term): per kind, how many are shown closest lines, and for answerable questions
+threshold and coverage floor of a grid, keeps the closest lines whose passage the aboutness model
+(``rag/reading/aboutness.py``, judged) gives at least that P(about) and that names that share of
+the question's concepts, or the strict rule ("every" key term): per kind (with ``--outside``, the
+dev part of the questions about nothing in the corpus, ``evals/datasets/outside.py``, too), how
+many are shown closest lines, and for answerable questions
 how many of those hold the key fact and how many are told "nothing relevant" although a closest
 line held it. Generation is left out (on dev it answers about 2 of 404 questions): a question
 the quotes do not answer goes to the non-answer here.
@@ -16,13 +19,16 @@ the quotes do not answer goes to the non-answer here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.paths import Paths
-from evals.datasets.clinician import ClinicianItem, key_fact_given, load_clinician
+from evals.datasets.clinician import key_fact_given, load_clinician
+from evals.datasets.outside import load_outside
 from rag.answer.outcomes import line_text
 from rag.assemble import assemble
 from rag.profile import load_profile, with_changes
@@ -34,11 +40,18 @@ from rag.turn import Clock, Turn
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.55)
 
 
-# text, P(about) of its passage, every key term in it, its coverage of the concepts, of the specialist ones
-Line = tuple[str, float, bool, float, float]
+class Line(NamedTuple):
+    """A replayed closest line and what the aboutness judgement reads of its passage."""
+
+    text: str
+    every: bool  # every key term of the question in the passage
+    share: float  # its coverage of the question's concepts
+    special: float  # of the specialist ones (1: the question has none)
+    relevance: float  # the relevance model's P(relevant) of the passage
+    specialist_asked: bool  # the question names a specialist concept
 
 
-def replay(pipeline: Any, item: ClinicianItem) -> list[Line] | None:
+def replay(pipeline: Any, item: Any) -> list[Line] | None:
     """The closest lines with the check off, best first; None when the quotes answer the question."""
     turn = Turn(pipeline.read(item.question), pipeline.evidence(item.question), Clock())
     if not turn.found.kept or pipeline.quoted.answer(turn) is not None:
@@ -47,29 +60,34 @@ def replay(pipeline: Any, item: ClinicianItem) -> list[Line] | None:
     pool, scored = non_answer._closest_pool(turn)
     if scored is None or not (scored.lines or scored.conflicting):
         return []
-    model = AboutnessModel.shipped()
+    asked = any(c.specialist for c in turn.read.concepts)
     rows = []
     for line in closest_lines(scored, non_answer.judge.model, len(scored.lines) + len(scored.conflicting)):
         if line.probability < non_answer.floor:
             break
         hit = pool[line.source - 1]
-        features = about_features(turn.read.concepts, chunk_stems(hit.chunk), hit.score)
+        features = about_features(turn.read.concepts, chunk_stems(hit.chunk), None)
+        share, special = features["coverage"], features["specialist_coverage"]
         every = not missing_terms(turn.read.terms, hit.chunk)
-        rows.append((line_text(line), model.probability(features), every, features[0], features[1]))
+        rows.append(Line(line_text(line), every, share, special, hit.score, asked))
     return rows
 
 
-SHARED = ("", "a concept", "a specialist concept")
+COVERAGE_FLOORS = (0.0, 0.1, 0.15, 0.17, 0.2, 0.25, 0.3)
 
 
-def judged(threshold: float, shared: str, p: float, every: bool, share: float, special: float) -> bool:
-    """The judged rule: P(about) at the threshold and, as ``shared`` asks, one of the question's
-    concepts in the passage, or one of its specialist concepts (a question without any: 1)."""
-    common = {"": True, "a concept": share > 0, "a specialist concept": share > 0 and special > 0}
-    return p >= threshold and common[shared]
+def judged(model: AboutnessModel, threshold: float, min_coverage: float, line: Line) -> bool:
+    """The judged rule: ``model``'s P(about) at the threshold, and at least ``min_coverage`` of the
+    question's concepts in the passage (and one at all), as ``rag/answer/closest.py`` applies it."""
+    return line.share > 0 and line.share >= min_coverage and model.probability(features(line)) >= threshold
 
 
-def tally(items: list[ClinicianItem], lines: dict[str, list[Line]], rule: Any) -> dict[str, Any]:
+def features(line: Line) -> dict[str, float]:
+    """``about_features`` of the line's passage, as replayed."""
+    return {"coverage": line.share, "specialist_coverage": line.special, "relevance": line.relevance}
+
+
+def tally(items: Sequence[Any], lines: dict[str, list[Line]], rule: Callable[[Line], bool]) -> dict[str, Any]:
     """Per kind: shown closest lines; answerable: the key fact among them, and lost by the rule."""
     out: dict[str, Any] = {}
     for item in items:
@@ -77,12 +95,12 @@ def tally(items: list[ClinicianItem], lines: dict[str, list[Line]], rule: Any) -
             continue
         kind = out.setdefault(item.kind, {"questions": 0, "closest": 0, "key_fact": 0, "key_fact_lost": 0})
         every = lines[item.qid][:3]
-        kept = [line[0] for line in lines[item.qid] if rule(*line[1:])][:3]
+        kept = [line.text for line in lines[item.qid] if rule(line)][:3]
         kind["questions"] += 1
         kind["closest"] += bool(kept)
         if item.answerable:
             had, has = (
-                key_fact_given(item, " ".join(line[0] for line in every)),
+                key_fact_given(item, " ".join(line.text for line in every)),
                 key_fact_given(item, " ".join(kept)),
             )
             kind["key_fact"] += has
@@ -90,15 +108,69 @@ def tally(items: list[ClinicianItem], lines: dict[str, list[Line]], rule: Any) -
     return out
 
 
+def grid(items: Sequence[Any], lines: dict[str, list[Line]], model: AboutnessModel) -> list[dict[str, Any]]:
+    """Every rule's tally: off, every key term, and ``model`` judged at each threshold and coverage floor."""
+    rows = [{"about": "off", **tally(items, lines, lambda line: True)}]
+    rows.append({"about": "every", **tally(items, lines, lambda line: line.every)})
+    for t in THRESHOLDS:
+        for floor in COVERAGE_FLOORS:
+            rule = functools.partial(judged, model, t, floor)
+            rows.append(
+                {"about": "judged", "min_about": t, "min_coverage": floor, **tally(items, lines, rule)}
+            )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--lines", type=Path, default=None, help="also write every replayed line here")
+    parser.add_argument(
+        "--from-lines", type=Path, default=None, help="tally these replayed lines, replaying none"
+    )
+    parser.add_argument(
+        "--model", type=Path, default=None, help="an aboutness model file (default: the shipped one)"
+    )
+    parser.add_argument(
+        "--outside",
+        action="store_true",
+        help="also the outside questions' dev part (evals/datasets/outside.py)",
+    )
     args = parser.parse_args()
-    profile = with_changes(load_profile(args.profile), {"quote": {"closest_about": "off"}})
+    outside = (
+        [dataclasses.replace(q, kind=f"outside {q.kind}") for q in load_outside("dev")]
+        if args.outside
+        else []
+    )
+    items: list[Any] = [*load_clinician(part="dev"), *outside]
+    if args.from_lines is not None:
+        stored = json.loads(args.from_lines.read_text(encoding="utf-8"))
+        lines = {qid: [Line(*row) for row in rows] for qid, rows in stored.items()}
+    else:
+        lines = replayed(items, args.profile)
+    if args.lines is not None:  # every replayed line, to try another rule or model without replaying
+        args.lines.write_text(json.dumps(lines) + "\n", encoding="utf-8")
+    model = AboutnessModel.read(args.model) if args.model is not None else AboutnessModel.shipped()
+    rows = grid(items, lines, model)
+    for row in rows:
+        print(json.dumps(row), flush=True)
+    out = {
+        "part": "dev",
+        "profile": args.profile,
+        "not_quoted": len(lines),
+        "model": str(args.model),
+        "grid": rows,
+    }
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+
+
+def replayed(items: Sequence[Any], profile_name: str) -> dict[str, list[Line]]:
+    """Every item's closest lines with the check off (``replay``), by question id."""
+    profile = with_changes(load_profile(profile_name), {"quote": {"closest_about": "off"}})
     assembled = assemble(profile, Paths.from_env())
-    items = load_clinician(part="dev")
     lines: dict[str, list[Line]] = {}
     for n, item in enumerate(items, start=1):
         found = replay(assembled.pipeline, item)
@@ -106,19 +178,7 @@ def main() -> None:
             lines[item.qid] = found
         print(f"[{n}/{len(items)}] {item.qid}: {'quoted' if found is None else len(found)}", flush=True)
     assembled.close()
-    if args.lines is not None:  # every replayed line, to try another rule without replaying
-        args.lines.write_text(json.dumps(lines) + "\n", encoding="utf-8")
-    grid = [{"about": "off", **tally(items, lines, lambda p, every, share, special: True)}]
-    grid.append({"about": "every", **tally(items, lines, lambda p, every, share, special: every)})
-    for t in THRESHOLDS:
-        for shared in SHARED:
-            rule = functools.partial(judged, t, shared)
-            grid.append({"about": "judged", "min_about": t, "shares": shared, **tally(items, lines, rule)})
-            print(json.dumps(grid[-1]), flush=True)
-    out = {"part": "dev", "profile": args.profile, "not_quoted": len(lines), "grid": grid}
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return lines
 
 
 if __name__ == "__main__":

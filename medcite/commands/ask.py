@@ -14,6 +14,14 @@ def _ask_command(sub: Sub) -> None:
     """``medcite ask``."""
     ask = sub.add_parser("ask", help="answer a clinical question with cited sources")
     ask.add_argument("question")
+    ask.add_argument(
+        "--follow-up",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="a later turn of the same conversation (repeatable): the last one is answered, read "
+        "with the turns before it, as the chat API reads a follow-up",
+    )
     ask.add_argument("--profile", default="default", help="a packaged profile name or a .toml path")
     ask.add_argument("--closed-book", action="store_true", help="answer from model memory only (labelled)")
     ask.add_argument("--json", action="store_true")
@@ -33,13 +41,17 @@ def _profiles_command(sub: Sub) -> None:
 
 
 def _cmd_ask(args: argparse.Namespace, paths: Paths) -> int:
+    from core.types import Message
     from rag.assemble import assemble
     from rag.profile import load_profile
     from rag.render import answer_to_dict, answer_to_text
 
+    turns: list[str] = [args.question, *args.follow_up]
+    *earlier, question = turns
+    history = [Message("user", text) for text in earlier]
     assembled = assemble(load_profile(args.profile), paths)
     try:
-        answer = assembled.pipeline.answer(args.question, closed_book=args.closed_book)
+        answer = assembled.pipeline.answer(question, closed_book=args.closed_book, history=history)
     finally:
         assembled.close()
     if args.json:

@@ -27,6 +27,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "clinician-stages": "bench.retrieval.clinician_stages",
         "embedding-paths": "bench.retrieval.embedding_paths",
         "closest-about": "bench.answers.closest_about",
+        "followups": "bench.answers.followups",
         "closest-pool": "bench.answers.closest_pool",
         "condition-reader": "bench.answers.condition_reader",
         "evidence-threshold": "bench.answers.evidence_threshold",

@@ -41,9 +41,10 @@ class NonAnswer:
         pool: tuple[float, int] | None,
         stop: Sequence[str],
         about: VerifyConfig | None = None,
+        min_coverage: float = 0.0,
     ) -> None:
         self.judge, self.floor, self.count, self.pool, self.stop = judge, floor, count, pool, tuple(stop)
-        self.about = about
+        self.about, self.min_coverage = about, min_coverage
 
     def reply(self, turn: Turn, removed: Sequence[SentenceSupport] = ()) -> Answer:
         """The closest lines or nothing relevant (module docstring), noting ``turn.why``;
@@ -69,7 +70,7 @@ class NonAnswer:
     def _about(self, turn: Turn, lines: list[Line], passages: Sequence[Hit]) -> list[Line]:
         """The lines whose passage is about the question (``[quote] closest_about``); when none is, why
         on the turn."""
-        kept, lacking = about_lines(turn, lines, passages, self.about)
+        kept, lacking = about_lines(turn, lines, passages, self.about, self.min_coverage)
         if lines and not kept:
             turn.why.append(f"no passage read is about the question (none has: {'; '.join(lacking)})")
         return kept
@@ -99,25 +100,32 @@ class NonAnswer:
 
 
 def about_lines(
-    turn: Turn, lines: Sequence[Line], passages: Sequence[Hit], about: VerifyConfig | None
+    turn: Turn,
+    lines: Sequence[Line],
+    passages: Sequence[Hit],
+    about: VerifyConfig | None,
+    min_coverage: float = 0.0,
 ) -> tuple[list[Line], tuple[str, ...]]:
     """The lines whose passage (``passages[line.source - 1]``) is about the question by ``about``
-    (``aboutness.missing``; None: every line), and what the others' passages lack."""
+    (``aboutness.missing``; None: every line) and, judged, names ``min_coverage`` of its concepts,
+    and what the others' passages lack."""
     if about is None:
         return list(lines), ()
     if not turn.read.terms:  # "What is 17 times 23?", "and in children?": nothing to be about
         return [], ("a subject (a drug, disease or test) named in the question",)
-    lacking = {n: _lacks(turn.read, hit, about) for n, hit in enumerate(passages, start=1)}
+    lacking = {n: _lacks(turn.read, hit, about, min_coverage) for n, hit in enumerate(passages, start=1)}
     kept = [line for line in lines if not lacking.get(line.source)]
     gone = {line.source for line in lines if lacking.get(line.source)}
     return kept, tuple(dict.fromkeys(term for n in sorted(gone) for term in lacking[n]))
 
 
-def _lacks(read: ReadQuestion, hit: Hit, about: VerifyConfig) -> tuple[str, ...]:
+def _lacks(read: ReadQuestion, hit: Hit, about: VerifyConfig, min_coverage: float) -> tuple[str, ...]:
     """What ``hit`` lacks to be about the question: ``aboutness.missing``, and under the judged
-    rule at least one of the question's concepts (a relevance model sure of a passage sharing
-    no word with "Thanks, that helps!" is wrong: on dev the guard cost no key fact)."""
+    rule ``min_coverage`` of the question's concepts (the relevance model is sure of passages that
+    share one everyday word with "What is the capital of France?" or none with "Thanks, that helps!")."""
     lacking = missing(read, hit.chunk, about, hit.score)
-    if about.about == "judged" and not lacking and coverage(read.concepts, chunk_stems(hit.chunk))[0] == 0:
-        return tuple(c.text for c in read.concepts)
+    if about.about == "judged" and not lacking:
+        share, absent = coverage(read.concepts, chunk_stems(hit.chunk))
+        if share < min_coverage or share == 0:
+            return absent or tuple(c.text for c in read.concepts)
     return lacking

@@ -114,6 +114,13 @@ def reformulation_messages(kind: str, question: str) -> list[Message]:
     return [Message("system", p["system"]), Message("user", p["user"].format(question=question))]
 
 
+def standalone_messages(question: str, earlier: Sequence[str]) -> list[Message]:
+    """The generator asked to rewrite a follow-up as a standalone question (``[conversation]``)."""
+    p = prompts()["standalone"]
+    user = p["user"].format(earlier="\n".join(f"- {text}" for text in earlier), question=question)
+    return [Message("system", p["system"]), Message("user", user)]
+
+
 def abstain_token() -> str:
     return str(prompts()["abstain_token"])
 

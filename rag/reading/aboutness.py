@@ -30,7 +30,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -273,44 +273,61 @@ def missing(
 
 def about_features(
     concepts: Sequence[Concept], have: frozenset[str], relevance: float | None
-) -> tuple[float, ...]:
-    """``(coverage, specialist coverage, relevance)``: the idf-weighted share of the question's
-    concepts the passage covers, the same over its specialist concepts (1 when it has none), and
-    the relevance model's probability (``None``: the model's coverage-only variant)."""
+) -> dict[str, float]:
+    """What the aboutness model reads of a passage: ``coverage``, the idf-weighted share of the
+    question's concepts it covers; ``specialist_coverage``, the same over the specialist concepts
+    (1 when the question has none); ``relevance``, the relevance model's probability (absent when
+    None: the model's variant without it)."""
     share, _ = coverage(concepts, have)
     specialist = [c for c in concepts if c.specialist]
     special, _ = coverage(specialist, have) if specialist else (1.0, ())
-    return (share, special) if relevance is None else (share, special, relevance)
+    out = {"coverage": share, "specialist_coverage": special}
+    return out if relevance is None else {**out, "relevance": relevance}
 
 
 ABOUTNESS_MODEL = Path(__file__).parent / "weights" / "aboutness.json"
 
 
 @dataclass(frozen=True)
-class AboutnessModel:
-    """``P(about) = sigmoid(w . features + b)``, fitted on the clinician benchmark's dev part
-    (``medcite train aboutness``; its manifest names the data and the metrics). Two sets
-    of weights: with the relevance model's probability, and without it (a reranker whose scores
-    are no probabilities)."""
+class Logistic:
+    """``sigmoid(w . x + b)`` over the named ``features`` of ``about_features``."""
 
-    with_relevance: tuple[tuple[float, ...], float]
-    without_relevance: tuple[tuple[float, ...], float]
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def probability(self, x: Mapping[str, float]) -> float:
+        z = self.bias + sum(w * x[name] for w, name in zip(self.weights, self.features, strict=True))
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+@dataclass(frozen=True)
+class AboutnessModel:
+    """P(about), fitted on the clinician benchmark's dev part (``medcite train aboutness``; its
+    manifest names the data and the metrics). Two variants:
+    with the relevance model's probability, and without it (a reranker whose scores are no
+    probabilities)."""
+
+    with_relevance: Logistic
+    without_relevance: Logistic
     threshold: float
 
-    def probability(self, features: Sequence[float]) -> float:
-        weights, bias = self.with_relevance if len(features) == 3 else self.without_relevance
-        z = bias + sum(w * x for w, x in zip(weights, features, strict=True))
-        return 1.0 / (1.0 + math.exp(-z))
+    def probability(self, features: Mapping[str, float]) -> float:
+        return (self.with_relevance if "relevance" in features else self.without_relevance).probability(
+            features
+        )
 
     @classmethod
     def read(cls, path: Path) -> AboutnessModel:
         data = json.loads(path.read_text(encoding="utf-8"))
 
-        def weights(name: str) -> tuple[tuple[float, ...], float]:
-            return tuple(float(w) for w in data[name]["weights"]), float(data[name]["bias"])
+        def variant(name: str) -> Logistic:
+            weights = tuple(float(w) for w in data[name]["weights"])
+            return Logistic(tuple(data[name]["features"]), weights, float(data[name]["bias"]))
 
-        threshold = float(data["threshold"])
-        return cls(weights("with_relevance"), weights("without_relevance"), threshold=threshold)
+        return cls(
+            variant("with_relevance"), variant("without_relevance"), threshold=float(data["threshold"])
+        )
 
     @classmethod
     @functools.cache

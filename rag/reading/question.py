@@ -43,6 +43,7 @@ class ReadQuestion:
     asks_number: bool  # how much, how long, what cut-off
     same_measure: bool = True  # eGFR/GFR and the like count as one concept
     vocabulary: Callable[[], Vocabulary | None] | None = field(default=None, repr=False, compare=False)
+    conditions: Conditions | None = None  # the patient, when read elsewhere (a conversation's)
 
     @classmethod
     def read(
@@ -74,5 +75,6 @@ class ReadQuestion:
 
     @cached_property
     def patient(self) -> Conditions:
-        """The condition reader's reading of the patient (``conditions.question_conditions``)."""
-        return question_conditions(self.text)
+        """The condition reader's reading of the patient (``conditions.question_conditions``), or
+        the ``conditions`` given (``conversation.carry``)."""
+        return self.conditions if self.conditions is not None else question_conditions(self.text)

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from api.settings import ApiSettings
 from rag.profile import (
+    ConversationConfig,
     GeneratorConfig,
     Profile,
     QuoteConfig,
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = (
     RetrievalConfig,
     ReformulationConfig,
+    ConversationConfig,
     RerankConfig,
     GeneratorConfig,
     VerifyConfig,
@@ -64,6 +66,7 @@ def test_the_page_has_a_row_for_every_setting(reference):
     assert list(reference.sections()) == [
         "retrieval",
         "reformulation",
+        "conversation",
         "rerank",
         "generator",
         "verify",

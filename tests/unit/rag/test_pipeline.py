@@ -256,7 +256,7 @@ def test_streamed_generation_reports_the_generators_token_usage():
     assert answer.usage["prompt_tokens"] == 321 and answer.usage["completion_tokens"] == 7
 
 
-def test_follow_up_searches_with_the_previous_user_turn_but_answers_the_question():
+def test_reading_search_searches_with_the_previous_user_turn_but_answers_the_question():
     gen = FakeGenerator("Use CHA2DS2-VASc [1].")
     pipe, retriever = pipeline(gen)
     history = [Message("user", "AF anticoagulation?"), Message("assistant", "Yes [1]."), Message("user", "")]
@@ -267,6 +267,42 @@ def test_follow_up_searches_with_the_previous_user_turn_but_answers_the_question
         "And in women?" in gen.calls[-1][-1].content
         and "AF anticoagulation?" not in gen.calls[-1][-1].content
     )
+
+
+def test_a_follow_up_is_read_with_every_earlier_user_turn_and_says_what_it_carried():
+    gen = FakeGenerator("Use CHA2DS2-VASc [1].")
+    pipe, retriever = pipeline(gen)
+    pipe = pipe.with_changes({"conversation": {"reading": "carry"}})
+    history = [
+        Message("user", "AF, on dabigatran"),
+        Message("assistant", "Dabigatran 150 mg twice daily [1]."),  # medcite's own reply: not read
+        Message("user", "CrCl is 24 mL/min"),
+    ]
+    answer = pipe.answer("what dose now?", history=history)
+    assert retriever.queries == ["AF, on dabigatran\nCrCl is 24 mL/min\nwhat dose now?"]
+    assert answer.question == "AF, on dabigatran\nCrCl is 24 mL/min\nwhat dose now?"
+    assert answer.carried == ("CrCl 24 mL/min", "dabigatran")
+    assert answer.text.startswith("Read with: CrCl 24 mL/min, dabigatran (from your earlier messages).\n\n")
+    assert not any("150 mg" in m.content for call in gen.calls for m in call)
+    pieces = list(pipe.stream("what dose now?", history=history))
+    assert "".join(p for p in pieces if isinstance(p, str)) == pieces[-1].text  # streamed as shown
+
+
+def test_a_failing_rewrite_reads_the_follow_up_carried_over():
+    pipe, _ = pipeline(FakeGenerator(error=GeneratorTimeout("no reply within 5 s")))
+    pipe = pipe.with_changes({"conversation": {"reading": "rewrite"}})
+    asked = pipe.conversation("what dose now?", [Message("user", "AF, on dabigatran, CrCl 24 mL/min")])
+    assert asked.text == "AF, on dabigatran, CrCl 24 mL/min\nwhat dose now?" and not asked.rewritten
+
+
+def test_reading_rewrite_answers_the_generators_standalone_question():
+    gen = FakeGenerator("What dabigatran dose for AF with CrCl 24 mL/min?")
+    pipe, _ = pipeline(gen)
+    pipe = pipe.with_changes({"conversation": {"reading": "rewrite"}})
+    asked = pipe.conversation("what dose now?", [Message("user", "AF, on dabigatran, CrCl 24 mL/min")])
+    assert asked.text == "What dabigatran dose for AF with CrCl 24 mL/min?" and asked.rewritten
+    assert asked.said == "Read as: What dabigatran dose for AF with CrCl 24 mL/min?\n\n"
+    assert "AF, on dabigatran" in gen.calls[-1][-1].content and "what dose now?" in gen.calls[-1][-1].content
 
 
 def test_without_degradation_a_generator_error_reaches_the_caller():

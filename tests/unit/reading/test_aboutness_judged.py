@@ -40,9 +40,15 @@ def test_more_coverage_or_more_relevance_is_never_less_about():
     model = AboutnessModel.shipped()
     assert 0.0 < model.threshold < 1.0
     for low, high in ((0.2, 0.8), (0.0, 1.0)):
-        assert model.probability((low, 1.0, 0.6)) < model.probability((high, 1.0, 0.6))
-        assert model.probability((0.6, 1.0, low)) < model.probability((0.6, 1.0, high))
-        assert model.probability((low, 1.0)) < model.probability((high, 1.0))
+        for special in (0.0, 1.0):
+            at = {"specialist_coverage": special}
+            assert model.probability({**at, "coverage": low, "relevance": 0.6}) < model.probability(
+                {**at, "coverage": high, "relevance": 0.6}
+            )
+            assert model.probability({**at, "coverage": 0.6, "relevance": low}) < model.probability(
+                {**at, "coverage": 0.6, "relevance": high}
+            )
+            assert model.probability({**at, "coverage": low}) < model.probability({**at, "coverage": high})
 
 
 def test_an_abbreviation_the_corpus_defines_meets_its_long_form():
