@@ -1,8 +1,9 @@
 """A follow-up read with the conversation before it: what every stage judges in a chat.
 
-"his eGFR is 25 - same dose?" names no drug and no condition; the turn before does. Two ways
+"his eGFR is 25 - same dose?" names no drug and no condition; the turn before does. Three ways
 of reading it (``[conversation] reading``; measured side by side in
-``docs/results/clinician/followups.md``):
+``docs/results/clinician/followups.md``), two of them here (``rewrite``, the generator's
+standalone question, is ``Pipeline.conversation``'s, which falls back to ``carry``):
 
 - ``carry``: the earlier user turns and the follow-up, read as one question, with what the
   follow-up says taking the place of what it replaces. The search, the relevance model and the
