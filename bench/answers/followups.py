@@ -37,7 +37,13 @@ from rag.assemble import assemble, make_generator
 from rag.pipeline import Pipeline
 from rag.profile import load_profile
 
-ARMS = ("search", "carry", "rewrite", "standalone")
+# each arm's [conversation] settings; standalone: the writers' rewrite asked as one question
+READINGS: dict[str, dict[str, str]] = {
+    "search": {"reading": "search"},
+    "carry": {"reading": "carry"},
+    "rewrite": {"reading": "rewrite"},
+}
+ARMS = (*READINGS, "standalone")
 
 
 def as_item(conversation: Conversation) -> ClinicianItem:
@@ -61,7 +67,7 @@ def answer(pipeline: Pipeline, conversation: Conversation, arm: str) -> Answer:
     """The last turn's answer as ``arm`` reads it."""
     if arm == "standalone":
         return pipeline.answer(conversation.standalone)
-    reading = pipeline.with_changes({"conversation": {"reading": arm}})
+    reading = pipeline.with_changes({"conversation": READINGS[arm]})
     history = [Message("user", text) for text in conversation.turns[:-1]]
     return reading.answer(conversation.turns[-1], history=history)
 

@@ -379,7 +379,7 @@ def line_conditions(context: LineContext) -> tuple[Conditions, Conditions]:
         subject = cells[0] if cells else ""
     else:
         pieces.append(read(f"{lead}\n{line}" if lead else line))
-        before_number = re.split(r"\d", line, maxsplit=1)[0]
+        before_number = re.split(r"(?<!\w)\d", line, maxsplit=1)[0]  # "P2Y12" is a name
         subject = " ".join([lead, *before_number.split()[:SUBJECT_WORDS]])
     own = dataclasses.replace(merge(pieces), drugs=drugs(subject))
     headed = _heading(" / ".join(context.headings))

@@ -12,6 +12,8 @@ standalone question, is ``Pipeline.conversation``'s, which falls back to ``carry
   follow-up or, when it asks nothing of its own ("what instead?"), from the last turn that did,
   and the patient from the condition reader: a value, age, sex, pregnancy, drug or attribute
   family the follow-up states replaces the earlier one ("CURB-65 3 now" replaces "CURB-65 1").
+  An earlier value is carried only where a turn writes it with its measure's name or unit ("BP
+  84", "90 kg"; not the "50" of "84/50", nor times such as "5 h ago").
 - ``search``: the last earlier user turn shapes the search text only; every judgement reads the
   follow-up alone (before issue 60).
 
@@ -29,6 +31,7 @@ from dataclasses import dataclass
 
 from core.types import Message
 from rag.reading.aboutness import key_terms
+from rag.reading.condition_words import MEASURE_RES
 from rag.reading.conditions import Band, Conditions, question_conditions
 from rag.reading.question import ReadQuestion
 from rag.reading.terms import Vocabulary
@@ -75,9 +78,30 @@ def carry(
         return Resolved(now)
     before = [ReadQuestion.read(text, same_measure=same_measure) for text in earlier]
     asking = now if (now.kinds or now.asks_number or now.subtypes) else _last_asking(before, now)
+    stated = question_conditions(question)
     patient = question_conditions(earlier[0])
     for text in (*earlier[1:], question):
         patient = replaced(patient, question_conditions(text))
+    # an earlier value is carried only as written with its measure's name ("BP 84", not a "50" after it)
+    names = {b.measure for b in patient.values}  # "CURB-65 2" also reads as a CURB score of 65
+    written = {
+        b: _stated(b, earlier) if f"{b.measure}-{b.text}" not in names else ""
+        for b in patient.values
+        if b not in stated.values
+    }
+    patient = dataclasses.replace(patient, values=tuple(b for b in patient.values if written.get(b, "-")))
+    others = describe(dataclasses.replace(patient, values=()))
+    own = describe(dataclasses.replace(stated, values=()))
+    carried = [w for w in written.values() if w] + [c for c in others if c not in own]
+    said = ReadQuestion.read("\n".join(earlier), vocabulary, same_measure=same_measure)
+    corpus = vocabulary() if vocabulary is not None else None
+    unknown = corpus.idf("") if corpus is not None else None  # the weight of a word no passage has
+    subject = [
+        c.text
+        for c in said.concepts
+        if c.specialist and c.text not in now.terms and c.weight != unknown and not _in_any(c.text, carried)
+    ]
+    facts = tuple(dict.fromkeys([*carried, *_as_written(earlier, subject)]))
     text = "\n".join((*earlier, question))
     read = dataclasses.replace(
         now,
@@ -89,17 +113,7 @@ def carry(
         populations=tuple(dict.fromkeys((*now.populations, *(p for r in before for p in r.populations)))),
         conditions=patient,
     )
-    own = describe(question_conditions(question))
-    carried = [_as_stated(c, earlier) for c in describe(patient) if c not in own]
-    said = ReadQuestion.read("\n".join(earlier), vocabulary, same_measure=same_measure)
-    corpus = vocabulary() if vocabulary is not None else None
-    unknown = corpus.idf("") if corpus is not None else None  # the weight of a word no passage has
-    subject = [
-        c.text
-        for c in said.concepts
-        if c.specialist and c.text not in now.terms and c.weight != unknown and not _in_any(c.text, carried)
-    ]
-    return Resolved(read, tuple(dict.fromkeys([*carried, *_as_written(earlier, subject)])))
+    return Resolved(read, facts)
 
 
 def _last_asking(before: Sequence[ReadQuestion], default: ReadQuestion) -> ReadQuestion:
@@ -125,34 +139,34 @@ def replaced(earlier: Conditions, now: Conditions) -> Conditions:
 
 
 def describe(patient: Conditions) -> list[str]:
-    """The patient's facts as a clinician reads them: values as written, ages, sex, pregnancy, drugs."""
-    names = {b.measure for b in patient.values}
-    # "CURB-65 2" also reads as a CURB score of 65: the name's own number is no value
-    out = [_value(b) for b in patient.values if f"{b.measure}-{b.text}" not in names]
-    out += [f"age {lo:g}" if lo == hi else f"age {lo:g}-{hi:g}" for lo, hi in patient.ages]
-    out += sorted(patient.sexes) + ([patient.pregnancy] if patient.pregnancy else []) + sorted(patient.drugs)
-    return out
-
-
-def _value(band: Band) -> str:
-    """A value with its measure's name: "CURB-65 2", "crcl 45" (``_as_stated`` finds the user's spelling)."""
-    name = band.measure.removeprefix("score:").upper() if band.measure.startswith("score:") else band.measure
-    text = " ".join(band.text.split())
-    return f"{name} {text}" if name and name.casefold() not in text.casefold() else text
-
-
-def _as_stated(fact: str, earlier: Sequence[str]) -> str:
-    """``fact`` ("crcl 24 mL/min") as an earlier turn writes it ("CrCl 24 mL/min"), when one does."""
-    name, _, value = fact.partition(" ")
-    if not value:
-        return fact
-    pattern = re.compile(
-        rf"\b{re.escape(name)}\W{{0,3}}(?:(?:of|is|was|at|now)\s+)?{re.escape(value)}", re.IGNORECASE
+    """The patient's facts other than values as a clinician reads them: ages, sex, pregnancy, drugs."""
+    out = [f"age {lo:g}" if lo == hi else f"age {lo:g}-{hi:g}" for lo, hi in patient.ages]
+    return (
+        out
+        + sorted(patient.sexes)
+        + ([patient.pregnancy] if patient.pregnancy else [])
+        + sorted(patient.drugs)
     )
+
+
+_TIMES = frozenset({"years", "months", "weeks", "days", "hours", "minutes"})
+
+
+def _stated(band: Band, earlier: Sequence[str]) -> str:
+    """``band`` as an earlier turn writes it, its measure's name just before it ("CrCl 24 mL/min",
+    "CURB-65 of 2"), or "" when no turn does (the reader took a number for the wrong measure)."""
+    if not band.measure or band.measure == "age":
+        return "" if band.unit in _TIMES else band.text  # a value its unit names ("70 kg"), not a time
+    name = MEASURE_RES[band.measure].pattern if band.measure in MEASURE_RES else None
+    name = name or re.escape(band.measure.removeprefix("score:"))
+    value = re.escape(" ".join(band.text.split())).replace(r"\ ", r"\s*")
+    pattern = re.compile(rf"({name})[\s:=~]{{0,3}}(?:(?:of|is|was|at|now)\s+)?({value})", re.IGNORECASE)
     for text in reversed(earlier):
         if found := pattern.search(text):
-            return f"{found.group(0)[: len(name)]} {value}"
-    return fact
+            return " ".join(f"{found.group(1)} {found.group(2)}".split())
+    # its unit names it even where the reader took the wrong measure ("TBSA 45%, 90 kg")
+    named = band.unit not in (*_TIMES, "", "%") and any(band.text in text for text in earlier)
+    return band.text if named else ""
 
 
 def _in_any(term: str, facts: Sequence[str]) -> bool:

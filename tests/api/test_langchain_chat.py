@@ -14,7 +14,7 @@ from operator import add
 
 import openai
 import pytest
-from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from api.settings import ApiSettings
 from core.errors import MissingExtraError
@@ -90,6 +90,19 @@ def test_ainvoke_and_astream_keep_them_too(server, bm25_paths):
     for result in (message, streamed):
         assert result.content == REPLY
         assert_cited_answer(result.response_metadata, bm25_paths.indexes_dir / "default")
+
+
+def test_a_follow_up_is_read_with_the_earlier_turns_and_says_what_it_carried(server):
+    """Issue 60: the history LangChain sends is the conversation the server reads the follow-up with."""
+    history = [HumanMessage("Dabigatran for AF, CrCl 24 mL/min - what dose?"), AIMessage(REPLY)]
+    message = chat_model(server).invoke(
+        [*history, HumanMessage("and how long before surgery do we stop it?")]
+    )
+    medcite = message.response_metadata["medcite"]
+    assert medcite["carried"] == ["CrCl 24 mL/min", "dabigatran"]
+    assert message.content.startswith("Read with: CrCl 24 mL/min, dabigatran (from your earlier messages).")
+    alone = chat_model(server).invoke("and how long before surgery do we stop it?")
+    assert alone.response_metadata["medcite"]["carried"] == [] and not alone.content.startswith("Read with:")
 
 
 def test_a_source_filter_that_excludes_every_passage_abstains(server):

@@ -96,6 +96,21 @@ def test_cited_answers_from_the_local_model_streamed_and_not(served, small_index
         assert (chunk.text, chunk.start, chunk.end) == (citation["quote"], citation["start"], citation["end"])
 
 
+def test_a_follow_up_is_read_with_the_patient_of_the_first_turn(served):
+    """Issue 60: the drug and age come from the first message, the kidney function from the follow-up."""
+    client = openai.OpenAI(base_url=f"{served}/v1", api_key=KEY, max_retries=0, timeout=300)
+    first = "74 yo M, nonvalvular AF, CrCl 80, starting rivaroxaban - what dose?"
+    messages = [
+        {"role": "user", "content": first},
+        {"role": "assistant", "content": "Rivaroxaban 20 mg once daily with the evening meal [1]."},
+        {"role": "user", "content": "and if his CrCl drifts down to 45 next year?"},
+    ]
+    result = client.chat.completions.create(model="fast", messages=messages, max_tokens=60)
+    carried = result.model_extra["medcite"]["carried"]
+    assert {"rivaroxaban", "age 74"} <= set(carried) and "CrCl 80" not in carried, carried
+    assert result.choices[0].message.content.startswith(f"Read with: {', '.join(carried)} (from your earlier")
+
+
 def test_a_stop_sequence_ends_the_local_models_answer(served):
     # llama.cpp ends generation before the stop sequence (streamed or not); the support gate sees,
     # and a client gets, only what came before it.

@@ -260,7 +260,9 @@ def test_reading_search_searches_with_the_previous_user_turn_but_answers_the_que
     gen = FakeGenerator("Use CHA2DS2-VASc [1].")
     pipe, retriever = pipeline(gen)
     history = [Message("user", "AF anticoagulation?"), Message("assistant", "Yes [1]."), Message("user", "")]
-    answer = pipe.answer("And in women?", history=history)
+    answer = pipe.with_changes({"conversation": {"reading": "search"}}).answer(
+        "And in women?", history=history
+    )
     assert retriever.queries == ["AF anticoagulation?\nAnd in women?"]
     assert answer.question == "And in women?"
     assert (

@@ -149,6 +149,12 @@ def test_drugs_decide_only_for_an_amount() -> None:
     )
 
 
+def test_a_number_inside_a_name_does_not_end_the_lines_subject() -> None:
+    # "P2Y12" holds digits: the line's drug (ticagrelor) still comes before its first number
+    line = "- P2Y12 Inhibitor: Add Ticagrelor (180 mg load, 90 mg BID)"
+    assert judged("NSTEMI on prasugrel: maintenance dose?", line) == "conflicts"
+
+
 def test_a_line_for_a_narrower_age_group_does_not_answer_for_the_wider_one():
     assert (
         judged("What time in range should most adults on CGM reach?", "- Frail older adults: TIR > 50%")

@@ -58,3 +58,11 @@ def test_a_line_for_another_drug_conflicts_with_a_follow_up_whose_drug_was_named
 def test_only_the_users_turns_are_earlier_questions():
     history = [Message("user", " CAP? "), Message("assistant", "Amoxicillin [1]."), Message("user", "")]
     assert earlier_questions(history) == ["CAP?"]
+
+
+def test_only_values_written_with_their_measure_or_unit_are_carried():
+    asked = carry("fluids - how much?", ["65 M, sepsis, BP 84/50, lactate 4.6, weighs 80 kg, 5 h ago"])
+    assert asked.carried == ("BP 84", "lactate 4.6", "weighs 80 kg")
+    assert sorted(b.low for b in asked.read.patient.values) == [4.6, 80.0, 84.0]
+    # a score's name with its own number ("CURB-65") is not a value of the score
+    assert carry("what instead?", ["CAP, CURB-65 2, on the ward"]).carried == ("CURB-65 2",)
