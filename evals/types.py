@@ -1,7 +1,9 @@
 """The evaluation vocabulary: what a benchmark loader returns and what a qrels check reports.
 
 Plain frozen dataclasses over plain containers, so items travel to JSON, pytrec_eval or ranx
-without conversion. Records of what a system answered live in :mod:`evals.records`.
+without conversion. Records of what a system answered live in :mod:`evals.records`. Rubric
+items (:class:`RubricItem`: a conversation and its graded criteria) come from
+:mod:`evals.datasets.rubric`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from core.types import Message
 
 
 @dataclass(frozen=True)
@@ -74,3 +78,56 @@ class QrelsCoverage:
     @property
     def complete(self) -> bool:
         return self.missing == 0
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """A deterministic grader that a rubric declares for one criterion (graded by
+    :mod:`evals.engine.rubric.grade`).
+
+    ``regex``: ``pattern`` found (case-insensitive) in the reply; ``cites``: a citation points at
+    one of ``sources`` (document ids, or prefixes of them ending at a ``/``); ``mode``: the
+    reply's mode (``rag``, ``abstained``, ``closed-book``, ``degraded``) is one of ``modes``. For
+    ``regex`` and ``cites``, a non-empty ``modes`` limits the modes in which the criterion can be met.
+    """
+
+    kind: str  # regex | cites | mode
+    pattern: str | None = None
+    sources: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One rubric line: met or not, it adds ``points`` (negative for something bad) when met."""
+
+    text: str
+    points: float
+    tags: tuple[str, ...] = ()
+    kind: str = "rubric"  # what judge agreement is reported by: a template's criterion name
+    matcher: Matcher | None = None  # None: graded by the run's judge
+
+
+@dataclass(frozen=True)
+class RubricItem:
+    """A conversation to reply to (its last turn is the user's) and the criteria the reply is
+    graded on. ``kind`` (clinician items: answerable, near, far) stratifies a run's sample."""
+
+    dataset: str
+    qid: str
+    prompt: tuple[Message, ...]
+    criteria: tuple[Criterion, ...]
+    example_tags: tuple[str, ...] = ()
+    kind: str | None = None
+
+    @property
+    def question(self) -> str:
+        return self.prompt[-1].content
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        return self.prompt[:-1]
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.dataset, self.qid)

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.errors import ConfigError, require
-from rag.profile import Profile
+from rag.profile import GeneratorConfig, Profile, load_profile
 
 
 class _Strict(BaseModel):
@@ -56,6 +56,34 @@ class AnswerSetConfig(_Strict):
     n: int = Field(default=10, ge=1)  # each item costs a generation plus several judge calls
     index: tuple[str, ...] | None = None  # default: the grid's
     columns: dict[str, str] | None = None  # qa:<file> only: standard name -> the file's column (and split)
+
+
+class RubricSetConfig(_Strict):
+    """``[[rubric]]``: replies graded criterion by criterion (:mod:`evals.engine.rubric`)."""
+
+    dataset: str  # rubric:<file.jsonl> (HealthBench layout) | clinician-rubric:<test2|test3|test|dev>
+    n: int | None = Field(default=None, ge=1)  # None: every item; else a sample stratified by kind
+    index: tuple[str, ...] | None = None  # default: the grid's
+
+
+class RubricJudge(_Strict):
+    """``[rubric_judge]``: the model that grades criteria without a matcher (and, for agreement,
+    the matched kinds listed in ``matched``); recorded in the run's manifest."""
+
+    profile: str | None = None  # whose [generator] judges; unset: the run's profile (its loaded model)
+    generator: dict[str, Any] = Field(default_factory=dict)  # changes to that [generator] table
+    matched: tuple[str, ...] = ()  # criterion kinds with a matcher the judge grades too; "*": all
+    attempts: int = Field(default=3, ge=1, le=10)  # judge replies per criterion until one parses
+    max_tokens: int = Field(default=160, ge=16, le=2048)
+
+    def settings(self, run_profile: str) -> GeneratorConfig:
+        """The judge's [generator]: its profile's (default: the run's) with ``generator`` changes."""
+        base = load_profile(self.profile or run_profile).generator
+        try:
+            return GeneratorConfig.model_validate({**base.model_dump(), **self.generator})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"generator: {problems}") from exc
 
 
 class RobustnessSet(_Strict):
@@ -110,6 +138,9 @@ class EvalConfig(_Strict):
     max_tokens: int = Field(default=1, ge=1)  # multiple choice reads one token's probabilities
     answers: list[AnswerSetConfig] = Field(default_factory=list)  # free text, judged (RAGAS metrics)
     robustness: list[RobustnessSet] = Field(default_factory=list)  # perturbed copies of the [[mcq]] sets
+    rubric: list[RubricSetConfig] = Field(default_factory=list)  # free text graded on criteria
+    rubric_judge: RubricJudge | None = None  # unset: only criteria with a matcher can be graded
+    rubric_profiles: tuple[str, ...] = ()  # more rubric arms: each profile as shipped (profile vs profile)
     answer_metrics: tuple[str, ...] = (
         "faithfulness",
         "answer_relevancy",
@@ -142,6 +173,17 @@ class EvalConfig(_Strict):
         entry = next(e for e in self.answers if e.dataset == dataset)
         indexes = entry.index or self.grid.index
         return [c for c in self.conditions() if not c["closed_book"] and c["index"] in indexes]
+
+    def rubric_conditions(self, dataset: str) -> list[dict[str, Any]]:
+        """A rubric set's arms: closed-book (if the grid has it), the grid's RAG cells on the set's
+        indexes, then each of ``rubric_profiles`` as shipped."""
+        entry = next(e for e in self.rubric if e.dataset == dataset)
+        indexes = entry.index or self.grid.index
+        cells = [c for c in self.conditions() if c["closed_book"] or c["index"] in indexes]
+        cells += [
+            {"name": f"rag/profile={p}", "closed_book": False, "profile": p} for p in self.rubric_profiles
+        ]
+        return cells
 
     def retrieval_indexes(self, dataset: str) -> tuple[str, ...]:
         """The indexes a retrieval dataset is evaluated on (its qrels name their documents)."""
@@ -198,8 +240,15 @@ def load_config(path: Path) -> EvalConfig:
                 f"{path}: [[robustness]] {entry.perturbation} names {stray or 'no'} dataset(s) "
                 f"that are not [[mcq]] sets of this config ({', '.join(mcq_sets) or 'none'})"
             )
-    if not config.mcq and not config.retrieval and not config.answers:
-        raise ConfigError(f"{path}: names no dataset; add [[mcq]], [[retrieval]] or [[answers]] entries")
+    if not config.mcq and not config.retrieval and not config.answers and not config.rubric:
+        raise ConfigError(
+            f"{path}: names no dataset; add [[mcq]], [[retrieval]], [[answers]] or [[rubric]] entries"
+        )
+    if config.rubric_judge is not None:
+        try:  # an unknown [generator] key or a bad value fails here, named
+            config.rubric_judge.settings(config.profile)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: [rubric_judge]: {exc}") from exc
     return config
 
 

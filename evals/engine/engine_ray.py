@@ -87,7 +87,7 @@ class RayEngine:
 
 @dataclass(frozen=True)
 class Task:
-    """One item of one condition: ``kind`` is ``"mcq"`` or ``"answers"``; ``answer`` is the
+    """One item of one condition: ``kind`` is ``"mcq"``, ``"answers"`` or ``"rubric"``; ``answer`` is the
     module-level function that answers it on a worker, ``answer(model, pipeline, task, config,
     paths) -> ItemRecord`` (the runner's own, passed in so this module never imports the runner)."""
 
@@ -262,13 +262,17 @@ class EvalWorker:
     def _open(self, cell: dict[str, Any]) -> Any:
         """The condition's pipeline (None closed-book), opened once while its items keep coming."""
         from rag.assemble import assemble
+        from rag.profile import load_profile
 
         if self.opened is not None and self.opened[0] == cell["name"]:
             return self.opened[1]
         self._close()
         resource = None
-        if not cell["closed_book"]:
-            resource = assemble(condition_profile(self.base, cell), self.paths, generator=self.model)
+        if not cell["closed_book"]:  # a grid cell over the run's profile, or a profile as shipped
+            profile = (
+                load_profile(cell["profile"]) if "profile" in cell else condition_profile(self.base, cell)
+            )
+            resource = assemble(profile, self.paths, generator=self.model)
         self.opened = (cell["name"], resource)
         return resource
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from core.errors import ConfigError
 from evals.datasets import FREE_TEXT_LOADERS, MCQ_PREFIX, QA_PREFIX
+from evals.datasets.rubric import CLINICIAN_PREFIX, RUBRIC_PREFIX
 from evals.engine.config import EvalConfig
 from rag.profile import load_profile
 
@@ -28,9 +29,14 @@ def _is_freetext(spec: str) -> bool:
     return spec.startswith(QA_PREFIX) or spec in FREE_TEXT_LOADERS
 
 
+def _is_rubric(spec: str) -> bool:
+    return spec.startswith((RUBRIC_PREFIX, CLINICIAN_PREFIX))
+
+
 def default_name(datasets: Sequence[str]) -> str:
     """The file stems (or built-in names) joined, in the characters a run name allows."""
-    stems = [Path(d.split(":", 1)[1]).stem if d.startswith((MCQ_PREFIX, QA_PREFIX)) else d for d in datasets]
+    files = (MCQ_PREFIX, QA_PREFIX, RUBRIC_PREFIX)
+    stems = [Path(d.split(":", 1)[1]).stem if d.startswith(files) else d for d in datasets]
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", "-".join(dict.fromkeys(stems))).strip("-.")
     return name or "my-benchmark"
 
@@ -45,7 +51,8 @@ def config_for_datasets(
     seed: int = 0,
 ) -> EvalConfig:
     """Closed-book vs the profile's RAG on the given sets; ``columns`` applies to the ``mcq:``/``qa:``
-    files among them; ``n`` samples each set (free-text sets: 10 unless given)."""
+    files among them; ``n`` samples each set (free-text sets: 10 unless given; rubric sets, judged
+    by the run's own model where a criterion has no matcher: all unless given)."""
     if not datasets:
         raise ConfigError("name at least one --dataset, e.g. --dataset mcq:exams/cardio.csv")
     base = load_profile(profile)
@@ -73,8 +80,10 @@ def config_for_datasets(
         "profile": profile,
         "seed": seed,
         "grid": grid,
-        "mcq": [entry(d) for d in datasets if not _is_freetext(d)],
+        "mcq": [entry(d) for d in datasets if not _is_freetext(d) and not _is_rubric(d)],
         "answers": [entry(d) for d in datasets if _is_freetext(d)],
+        "rubric": [{"dataset": d, "n": n} for d in datasets if _is_rubric(d)],
+        "rubric_judge": {} if any(map(_is_rubric, datasets)) else None,  # the run's own model judges
     }
     try:
         return EvalConfig.model_validate(raw)

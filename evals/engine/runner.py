@@ -24,6 +24,7 @@ from evals.engine.conditions import ConditionStats, not_done, run_condition
 from evals.engine.config import AnswerSetConfig, EvalConfig, McqSet, condition_profile
 from evals.engine.engine_ray import EvalRun, RayEngine, RayPool, Task, driver_generator, fan_out, ray_pool
 from evals.engine.generation_cache import CachingGenerator
+from evals.engine.rubric.run import judge_note, load_rubric_items, run_rubric
 from evals.engine.rundir import RunDir
 from evals.records import ItemRecord
 from rag.assemble import assemble, make_generator
@@ -293,7 +294,7 @@ def run_eval(
     """Run (or resume) every condition of ``config`` and write the run directory.
 
     ``generator`` replaces the profile's model (tests; an already loaded model); it is still
-    put behind the run cache. ``engine`` answers the multiple-choice and free-text items on Ray
+    put behind the run cache. ``engine`` answers the multiple-choice, free-text and rubric items on Ray
     workers (``evals.engine.engine_ray``); this process still owns the run directory and the cache.
     """
     from evals.datasets import FREE_TEXT, MCQ
@@ -306,23 +307,18 @@ def run_eval(
     )  # bad names fail here, first
     sets = load_sets(config, paths)
     answer_items = load_items(FREE_TEXT, config, paths, skipped)
+    rubric_items = load_rubric_items(config, paths)  # read and checked whole before anything runs
     run = RunDir.open(out or paths.data_dir / "runs" / config.name, config, restart=restart)
     summary = RunSummary(folder=run.folder)
-    needs_model = bool(items) or bool(answer_items) or "llm" in config.retrieval_grid.rerank
-    model = _run_model(config, paths, generator, engine, needs_model)
+    model_items = bool(items or answer_items or rubric_items)
+    model = _run_model(config, paths, generator, engine, model_items or "llm" in config.retrieval_grid.rerank)
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     try:
-        with _pool(engine, config, paths, model, generator, bool(items or answer_items)) as pool:
+        with _pool(engine, config, paths, model, generator, model_items) as pool:
             try:
-                parts = (
-                    EvalRun(config, paths, run, model, summary, progress, pool) if model is not None else None
-                )
-                if items and parts is not None:
-                    run_mcq(parts, items)
-                if answer_items and parts is not None:
-                    from evals.engine.answers_run import run_answers
-
-                    run_answers(parts, answer_items)
+                if model is not None:
+                    parts = EvalRun(config, paths, run, model, summary, progress, pool)
+                    _answer_all(parts, items, answer_items, rubric_items)
             finally:  # a run the pool stopped says so in its manifest too
                 summary.workers_lost = len(pool.lost) if pool is not None else 0
                 summary.workers_restarted = len(pool.restarted) if pool is not None else 0
@@ -330,13 +326,43 @@ def run_eval(
             run_retrieval(config, paths, run, model, sets, summary, progress)
     finally:
         summary.seconds = time.perf_counter() - start
-        run.write_manifest(
-            _manifest(config, paths, model, items, sets, answer_items, skipped, started, summary, engine)
+        manifest = _manifest(
+            config, paths, model, items, sets, answer_items, skipped, started, summary, engine
         )
+        run.write_manifest({**manifest, **_rubric_manifest(config, paths, model, rubric_items)})
         if model is not None:
             model.close()
     write_outputs(run.folder, run.records(), sets, summary.cost(), paths)
     return summary
+
+
+def _answer_all(
+    parts: EvalRun,
+    items: dict[str, list[Any]],
+    answer_items: dict[str, list[Any]],
+    rubric_items: dict[str, Any],
+) -> None:
+    """The items a model answers: multiple choice, then free text, then rubric sets."""
+    if items:
+        run_mcq(parts, items)
+    if answer_items:
+        from evals.engine.answers_run import run_answers
+
+        run_answers(parts, answer_items)
+    if rubric_items:
+        run_rubric(parts, rubric_items)
+
+
+def _rubric_manifest(
+    config: EvalConfig, paths: Paths, model: CachingGenerator | None, rubric_items: dict[str, Any]
+) -> dict[str, Any]:
+    """The rubric sets' sizes and the judge (settings, identity, prompt version) for the manifest."""
+    if not rubric_items:
+        return {}
+    return {
+        "rubric_items": {ds: len(v) for ds, v in rubric_items.items()},
+        "rubric_judge": judge_note(config, paths, model),
+    }
 
 
 def write_outputs(
@@ -429,6 +455,7 @@ def _index_fingerprints(config: EvalConfig, paths: Paths) -> dict[str, Any]:
 
     names = set(config.grid.index) if config.mcq else set()
     names |= set(config.retrieval_grid.index) if config.retrieval else set()
+    names |= {i for e in config.rubric for i in (e.index or config.grid.index)}
     out: dict[str, Any] = {}
     for name in sorted(names):
         try:

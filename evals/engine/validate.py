@@ -25,11 +25,40 @@ def _counts(counter: Counter[str] | Counter[int]) -> str:
     return ", ".join(f"{key}: {count}" for key, count in sorted(counter.items()))
 
 
+def validate_rubric(name: str, paths: Paths) -> Validation:
+    """A rubric set (``rubric:FILE``, ``clinician-rubric:PART``): items, criteria, how each is
+    graded, or every bad row of the file."""
+    from evals.datasets.rubric import RubricFileError, load_rubric_set
+
+    try:
+        items = load_rubric_set(name, paths)
+    except RubricFileError as exc:
+        lines = [f"{name}: not readable whole ({len(exc.problems)} problem(s)); a run would not start:"]
+        return Validation("\n".join([*lines, *(f"  {p}" for p in exc.problems)]), len(exc.problems))
+    criteria = [c for item in items for c in item.criteria]
+    graded = Counter(c.matcher.kind if c.matcher else "judge" for c in criteria)
+    negative = sum(c.points < 0 for c in criteria)
+    lines = [
+        f"{name}: {len(items)} items, {len(criteria)} criteria ({negative} with negative points)",
+        f"  graded by: {_counts(graded)}",
+        f"  multi-turn prompts: {sum(len(i.prompt) > 1 for i in items)}",
+        f"  example tags: {len({t for i in items for t in i.example_tags})} distinct; criterion tags: "
+        f"{len({t for c in criteria for t in c.tags})} distinct",
+        f"next: add [[rubric]] dataset = {name!r} to a config and `medcite eval run` it"
+        + ("; criteria without a matcher need a [rubric_judge]" if graded["judge"] else ""),
+    ]
+    return Validation("\n".join(lines), 0)
+
+
 def validate_dataset(name: str, paths: Paths, columns: Mapping[str, str] | None = None) -> Validation:
     """The detected shape, item count, option-count and gold-letter distributions (multiple
     choice), notes on what was assumed, and every skipped row with its number and reason.
 
     Raises ConfigError (or SourceError for built-in sets) when the set cannot be read at all."""
+    from evals.datasets.rubric import CLINICIAN_PREFIX, RUBRIC_PREFIX
+
+    if name.startswith((RUBRIC_PREFIX, CLINICIAN_PREFIX)):
+        return validate_rubric(name, paths)
     freetext = name.startswith(QA_PREFIX) or (name in FREE_TEXT_LOADERS and name not in MCQ_LOADERS)
     kind: Kind[Any] = FREE_TEXT if freetext else MCQ
     try:

@@ -35,7 +35,9 @@ def _eval_commands(sub: Sub) -> None:
     validate = evaluate.add_parser(
         "validate", help="read a benchmark set or file without a model and list every problem by row"
     )
-    validate.add_argument("dataset", help="mcq:FILE, qa:FILE or a built-in name (medqa, bioasq-ideal, ..)")
+    validate.add_argument(
+        "dataset", help="mcq:FILE, qa:FILE, rubric:FILE, clinician-rubric:PART or a built-in name (medqa, ..)"
+    )
     _columns_arg(validate)
     _leakage_command(evaluate)
     mirage = evaluate.add_parser("import-mirage", help="MIRAGE's published GPT-3.5/GPT-4 predictions as runs")
@@ -107,8 +109,8 @@ def _dataset_run_args(run: argparse.ArgumentParser) -> None:
         "--dataset",
         action="append",
         metavar="SPEC",
-        help="instead of a config: mcq:FILE, qa:FILE or a built-in set (repeatable); closed-book vs the "
-        "profile's RAG",
+        help="instead of a config: mcq:FILE, qa:FILE, rubric:FILE or a built-in set (repeatable); "
+        "closed-book vs the profile's RAG",
     )
     run.add_argument("--n", type=int, help="with --dataset: a seeded sample of this many items per set")
     run.add_argument("--profile", help="with --dataset: the pipeline profile (default: default)")

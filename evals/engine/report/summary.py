@@ -5,8 +5,9 @@ counts with reasons, and each RAG condition paired with the closed-book arm (McN
 paired bootstrap CI of the difference, harm and help rates). Retrieval: nDCG@10, recall@10,
 recall@20, precision@10, MRR and MAP per condition and dataset, over the judged queries, each
 ranking in trec_eval's order (``trec_files.ranking``), so the run files beside it re-score to the
-same numbers. Cost: wall time per condition and the median seconds per item. metrics.json holds
-the metrics unrounded; only report.md rounds them.
+same numbers. Rubric sets: scores per arm, paired and per tag, and judge agreement
+(``evals.engine.rubric.report``). Cost: wall time per condition and the median seconds per item.
+metrics.json holds the metrics unrounded; only report.md rounds them.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from core.paths import Paths
 from evals.engine.answers_run import answer_metrics
 from evals.engine.report import plots
 from evals.engine.report.trec_files import judged, ranking
+from evals.engine.rubric.report import rubric_metrics
+from evals.engine.rubric.tables import rubric_lines
 from evals.metrics.choice import accuracy
 from evals.metrics.retrieval import score_run
 from evals.records import ItemRecord
@@ -168,6 +171,7 @@ def write_summary(
         "cost": cost,
         "item_seconds": item_seconds(records),
         "robustness": robustness_metrics(records),
+        "rubric": rubric_metrics(records),
     }
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     figures = [
@@ -405,6 +409,7 @@ def render_report(name: str, metrics: dict[str, Any], figures: list[Path | None]
         lines += _retrieval_section(metrics["retrieval"])
     if metrics.get("answers"):
         lines += _answers_section(metrics["answers"])
+    lines += rubric_lines(metrics.get("rubric") or {})
     lines += robustness_lines(metrics.get("robustness") or {})
     lines += _cost_section(metrics["item_seconds"], metrics["cost"])
     for figure in figures:
