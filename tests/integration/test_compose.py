@@ -94,3 +94,42 @@ def test_docker_compose_config_validates():
         [*command, "config", "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True
     )
     assert refused.returncode != 0 and "MEDCITE_API_KEYS" in refused.stderr
+
+
+def test_llm_stand_in_takes_every_flag_the_compose_file_passes(monkeypatch):
+    """The local stand-in for the llama.cpp server image (scripts/compose/llm_entry.py) runs the same
+    compose command: each upstream flag maps to a llama_cpp.server setting."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("llm_entry", ROOT / "scripts/compose/llm_entry.py")
+    entry = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entry)
+    seen: list[str] = []
+    monkeypatch.setattr(entry.os, "execv", lambda _exe, argv: seen.extend(argv))
+    command = [a.replace("${LLM_THREADS:-2}", "2") for a in compose()["services"]["llm"]["command"]]
+    entry.main(command)
+    assert seen[1:3] == ["-m", "llama_cpp.server"]
+    flags = {a for a in seen[3:] if a.startswith("--")}
+    assert flags == {"--model", "--host", "--port", "--n_ctx", "--n_threads", "--n_threads_batch"}
+    assert "/v1/models" in " ".join(compose()["services"]["llm"]["healthcheck"]["test"])  # both servers
+
+
+def test_smoke_script_parses():
+    result = subprocess.run(
+        ["bash", "-n", str(ROOT / "scripts/compose_smoke.sh")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("MEDCITE_COMPOSE_SMOKE") != "1",
+    reason="builds images, runs containers (20-30 min): MEDCITE_COMPOSE_SMOKE=1 (docs/deployment.md)",
+)
+def test_compose_smoke_run():
+    """scripts/compose_smoke.sh: build, up, ask with citations, kill -9 the API, same answer, down -v."""
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts/compose_smoke.sh")], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "PASSED" in result.stdout
