@@ -23,6 +23,7 @@ import numpy as np
 from core.paths import Paths
 from evals.engine.answers_run import answer_metrics
 from evals.engine.report import plots
+from evals.engine.report.markdown import table
 from evals.engine.report.trec_files import judged, ranking
 from evals.engine.rubric.report import rubric_metrics
 from evals.engine.rubric.tables import rubric_lines
@@ -200,13 +201,6 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}"
 
 
-def _table(header: list[str], rows: list[list[object]]) -> list[str]:
-    aligns = ["---" if i < 2 else "---:" for i in range(len(header))]
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(aligns) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return [*out, ""]
-
-
 def _mcq_rows(mcq: dict[str, Any]) -> list[list[object]]:
     return [
         [
@@ -265,7 +259,7 @@ def _paired_notes(paired: dict[str, Any]) -> list[str]:
         f">= {DEFAULT_THRESHOLD} of its word 8-grams in one chunk; `medcite eval leakage`, cached in "
         "leakage-<index>.json); accuracy, harm and help in % of that side's paired items."
     )
-    return [*notes, "### Leaked vs clean items", "", *_table(header, rows), note, ""]
+    return [*notes, "### Leaked vs clean items", "", *table(header, rows), note, ""]
 
 
 def _mcq_section(mcq: dict[str, Any]) -> list[str]:
@@ -281,7 +275,7 @@ def _mcq_section(mcq: dict[str, Any]) -> list[str]:
         "no evidence kept",
         "s/item (median)",
     ]
-    lines += _table(header, _mcq_rows(mcq))
+    lines += table(header, _mcq_rows(mcq))
     lines += [
         "no evidence kept: RAG items whose passages all fell below the evidence threshold "
         "(answered without sources); 0 when the run gives every item k passages.",
@@ -305,7 +299,7 @@ def _paired_section(paired: dict[str, Any]) -> list[str]:
         "help",
         "leaked",
     ]
-    lines += _table(header, _paired_rows(paired))
+    lines += table(header, _paired_rows(paired))
     lines += _paired_notes(paired)
     return lines
 
@@ -323,7 +317,7 @@ def _retrieval_section(retrieval: dict[str, Any]) -> list[str]:
         for cond, per in retrieval.items()
         for ds, m in per.items()
     ]
-    lines += _table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
+    lines += table(["condition", "dataset", "n", *RETRIEVAL_METRICS, "s/query"], rows)
     lines += [
         "Rounded here; metrics.json holds them unrounded. Each set's qrels and one TREC run per "
         "condition are in runs/<set>/, ties ranked as trec_eval ranks them, so trec_eval, "
@@ -343,7 +337,7 @@ def _answers_section(answers: dict[str, Any]) -> list[str]:
                 reasons = ", ".join(f"{k} {n}" for k, n in v["reasons"].items()) or "–"
                 mean = "–" if v["mean"] is None else f"{v['mean']:.3f}"
                 rows.append([cond, ds, m, mean, v["n_valid"], v["n_nan"], reasons])
-    lines += _table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
+    lines += table(["condition", "dataset", "metric", "mean", "valid", "NaN", "why NaN"], rows)
     return lines + _abstention_section(answers)
 
 
@@ -355,7 +349,7 @@ def _abstention_section(answers: dict[str, Any]) -> list[str]:
     if not abstention:
         return []
     lines = ["## Answerable vs unanswerable (95% Wilson CI)", ""]
-    lines += _table(
+    lines += table(
         [
             "condition",
             "dataset",
@@ -390,12 +384,12 @@ def _cost_section(item_seconds: dict[str, Any], cost: dict[str, Any]) -> list[st
     """Item seconds over the whole run, then this session's wall time and model calls."""
     lines = ["## Cost", "", "Every item of the run, whichever session ran it:", ""]
     item_rows = [[c, v["items"], v["seconds"], v["mean_seconds"]] for c, v in item_seconds.items()]
-    lines += _table(["condition", "items", "item seconds", "s/item (mean)"], item_rows)
+    lines += table(["condition", "items", "item seconds", "s/item (mean)"], item_rows)
     lines += ["This session (items already recorded were skipped):", ""]
     cost_rows = [
         [c, v["answered"], v["seconds"], v["cache_misses"], v["cache_hits"]] for c, v in cost.items()
     ]
-    lines += _table(["condition", "items", "wall s", "model calls", "cache hits"], cost_rows)
+    lines += table(["condition", "items", "wall s", "model calls", "cache hits"], cost_rows)
     return lines
 
 

@@ -9,13 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from evals.engine.report.markdown import table
 from evals.engine.rubric.report import KAPPA_FLOOR, warnings
-
-
-def _table(header: list[str], rows: list[list[object]]) -> list[str]:
-    aligns = ["---" if i < 2 else "---:" for i in range(len(header))]
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(aligns) + "|"]
-    return [*out, *("| " + " | ".join(str(c) for c in row) + " |" for row in rows), ""]
 
 
 def _score(s: dict[str, Any] | None) -> str:
@@ -58,9 +53,9 @@ def score_lines(rubric: dict[str, Any]) -> list[str]:
     lines = [f"## Rubric scores: each arm against {refs} (paired, 95% bootstrap CI)", ""]
     lines += [*(f"{w}\n" for w in warnings(rubric))]
     header = ["arm", "dataset", "items", "mean score (95% CI)", "ungraded", "failed", "reply modes"]
-    lines += _table([*header, "reply s/item", "judge s/item"], _arms(rubric))
+    lines += table([*header, "reply s/item", "judge s/item"], _arms(rubric))
     header = ["arm", "dataset", "paired", "reference mean", "arm mean", "arm - reference (95% CI)"]
-    lines += _table([*header, "help", "harm", "ties", "unpaired"], _pairs(rubric))
+    lines += table([*header, "help", "harm", "ties", "unpaired"], _pairs(rubric))
     lines += [
         "Score per example: points of the criteria met over the positive points, clipped to [0, 1] "
         "(negative points subtract); ungraded: a criterion the judge left without a parsable "
@@ -82,7 +77,7 @@ def tag_lines(rubric: dict[str, Any]) -> list[str]:
                     n = t["score"]["n"] if t["score"] else 0
                     rows.append([tag, ds, name, n, _score(t["score"]), _diff(t.get("paired"))])
     lines = ["## Rubric scores per tag", ""]
-    lines += _table(["tag", "dataset", "arm", "n", "mean (95% CI)", "arm - reference (95% CI)"], rows)
+    lines += table(["tag", "dataset", "arm", "n", "mean (95% CI)", "arm - reference (95% CI)"], rows)
     return [
         *lines,
         "A criterion tag scores the criteria carrying it alone; an example tag the whole example.",
@@ -103,7 +98,7 @@ def agreement_lines(rubric: dict[str, Any]) -> list[str]:
         return []
     header = ["criterion kind", "dataset", "n", "both met", "matcher only", "judge only", "neither"]
     lines = ["## Judge agreement with the deterministic matchers", ""]
-    lines += _table([*header, "raw agreement", "Cohen's kappa", "unparsable"], rows)
+    lines += table([*header, "raw agreement", "Cohen's kappa", "unparsable"], rows)
     return [*lines, f"Pooled over arms; a kappa under {KAPPA_FLOOR} is flagged at the top of the scores.", ""]
 
 
