@@ -204,22 +204,13 @@ ask() {  # ask OUT.json: the question through the OpenAI client, then /v1/retrie
     MEDCITE_URL=http://127.0.0.1:8000/v1 SMOKE_QUESTION="$QUESTION" "$PY" - "$1" <<'PY'
 import json, os, sys, time
 import httpx
-import openai
 from openai import OpenAI
 
 url, key, question = os.environ["MEDCITE_URL"], os.environ["MEDCITE_API_KEYS"].split(",")[0], os.environ["SMOKE_QUESTION"]
 client = OpenAI(base_url=url, api_key=key, timeout=600, max_retries=0)
 t = time.monotonic()
 model = client.models.list().data[0].id
-for attempt in (1, 2):  # one retry, reported: the first question after start-up has failed once (a 503)
-    try:
-        reply = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}])
-        break
-    except openai.InternalServerError as exc:
-        if attempt == 2:
-            raise
-        print(f"attempt 1 failed after {time.monotonic() - t:.0f}s ({str(exc)[:160]}); asking once more")
-        t = time.monotonic()
+reply = client.chat.completions.create(model=model, messages=[{"role": "user", "content": question}])
 took = time.monotonic() - t
 body = reply.model_dump()
 outcome, citations = body["medcite"]["outcome"], body.get("citations") or []

@@ -157,7 +157,8 @@ class OpenAICompatGenerator:
         if not finished:  # the server stopped part-way: what came may be a cut-off answer
             raise self._malformed(
                 "ended before its last event (a finish_reason, then `data: [DONE]`), "
-                "so the answer may be cut off"
+                "so the answer may be cut off; llama-cpp-python's server does this when another "
+                "request arrives: run it with --interrupt_requests False"
             )
 
     def next_token_logprobs(self, messages: Sequence[Message], candidates: Sequence[str]) -> dict[str, float]:

@@ -4,6 +4,10 @@ docker-compose.yml passes llama.cpp server's flags (--model --host --port --ctx-
 this translates them into llama-cpp-python's `python -m llama_cpp.server` settings and execs it,
 so that the same compose command runs either image. Both serve the OpenAI API on /v1 (the
 healthcheck asks /v1/models, which both answer once the model is loaded).
+
+llama-cpp-python's server ends a streaming answer, with `[DONE]` and no finish reason, whenever
+another request arrives (its `interrupt_requests`, on by default), and /v1/models is such a
+request: the healthcheck cut every answer longer than its interval. The stand-in turns it off.
 """
 
 import os
@@ -22,6 +26,8 @@ def main(argv: list[str]) -> None:
     args = [RENAMES.get(a, a) for a in argv]
     if "--n_threads" in args:  # prompt processing uses the same budget (contention: docs/deployment.md)
         args += ["--n_threads_batch", args[args.index("--n_threads") + 1]]
+    if "--interrupt_requests" not in args:
+        args += ["--interrupt_requests", "False"]
     os.execv(sys.executable, [sys.executable, "-m", "llama_cpp.server", *args])
 
 

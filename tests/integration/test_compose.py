@@ -110,7 +110,16 @@ def test_llm_stand_in_takes_every_flag_the_compose_file_passes(monkeypatch):
     entry.main(command)
     assert seen[1:3] == ["-m", "llama_cpp.server"]
     flags = {a for a in seen[3:] if a.startswith("--")}
-    assert flags == {"--model", "--host", "--port", "--n_ctx", "--n_threads", "--n_threads_batch"}
+    assert flags == {
+        "--model",
+        "--host",
+        "--port",
+        "--n_ctx",
+        "--n_threads",
+        "--n_threads_batch",
+        "--interrupt_requests",
+    }
+    assert seen[seen.index("--interrupt_requests") + 1] == "False"  # else /v1/models cuts answers
     assert "/v1/models" in " ".join(compose()["services"]["llm"]["healthcheck"]["test"])  # both servers
 
 

@@ -1,0 +1,83 @@
+"""The compose file's LLM stand-in (scripts/compose/llm_entry.py -> llama_cpp.server), for real:
+an answer streamed through medcite's OpenAI-compatible generator runs to its finish reason while
+another client asks /v1/models, as the compose healthcheck does every few seconds.
+
+llama-cpp-python's server ends a running stream whenever another request arrives unless
+``interrupt_requests`` is off; with it on, this test fails with "ended before its last event"
+(the first compose smoke runs' 503). ~10 s: model load plus 48 tokens.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from core.paths import Paths
+from core.types import Message
+from rag.generate.models import model_path
+from rag.generate.openai_compat import OpenAICompatGenerator
+
+pytestmark = pytest.mark.e2e
+ENTRY = Path(__file__).resolve().parents[2] / "scripts/compose/llm_entry.py"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def stand_in(tmp_path):
+    port = free_port()
+    model = model_path(Paths.from_env().model_dir)
+    command = [sys.executable, str(ENTRY), "--model", str(model), "--host", "127.0.0.1"]
+    command += ["--port", str(port), "--ctx-size", "2048", "--threads", "2"]
+    log = tmp_path / "llm.log"  # a file, not a pipe: llama.cpp's load log would fill a pipe and block
+    server = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(240):
+            if server.poll() is not None:
+                pytest.fail(f"the stand-in exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("the stand-in did not answer /v1/models within 2 minutes")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_a_streamed_answer_finishes_while_the_healthcheck_asks_for_models(stand_in):
+    polled: list[int] = []
+    done = threading.Event()
+
+    def healthcheck() -> None:
+        while not done.is_set():
+            polled.append(httpx.get(f"{stand_in}/models", timeout=60).status_code)
+            time.sleep(0.2)
+
+    poller = threading.Thread(target=healthcheck, daemon=True)
+    generator = OpenAICompatGenerator(stand_in, "medcite", timeout_s=300)
+    prompt = [Message("user", "Name four symptoms of atrial fibrillation, one per line.")]
+    poller.start()
+    try:
+        text = "".join(generator.stream(prompt, max_tokens=48))  # raises if cut before its finish reason
+    finally:
+        done.set()
+        poller.join(timeout=60)
+        generator.close()
+    assert text.strip()
+    assert len(polled) >= 2 and set(polled) == {200}  # the healthcheck ran during the answer
