@@ -5,7 +5,8 @@
 ``evals/datasets/condition_labels.jsonl`` holds 120 texts labelled by hand (issue 46): 50
 clinician questions of the dev part and 70 lines of dev-part guidelines (with their headings and
 lead-in or table header), each with the patient conditions a reader should see (value bands,
-ages, sexes, pregnancy, drugs, route / vessel / circulation / episode / setting / type). Per
+ages, sexes, pregnancy, drugs, route / vessel / circulation / episode / setting / type; the
+indications read since are not labelled, so not scored). Per
 field, precision and recall of ``rag.reading.conditions`` over all texts. A value counts when its
 bounds match (a question's point, or a line's range or threshold); its measure is scored apart.
 With ``quantulum3`` installed (the ``bench`` extra), the same value recall for it: it reads a
@@ -22,7 +23,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rag.reading.conditions import Conditions, LineContext, drugs, line_conditions, merge, question_conditions
+from rag.reading.conditions import (
+    INDICATION,
+    Conditions,
+    LineContext,
+    drugs,
+    line_conditions,
+    merge,
+    question_conditions,
+)
 
 LABELS = Path(__file__).resolve().parents[2] / "evals" / "datasets" / "condition_labels.jsonl"
 
@@ -53,7 +62,8 @@ def _sets(conditions: Conditions) -> dict[str, set[Any]]:
         "sexes": set(conditions.sexes),
         "pregnancy": {conditions.pregnancy} - {""},
         "drugs": {d.split()[0] for d in conditions.drugs},
-        "attributes": {f"{k}:{v}" for k, vs in conditions.attributes.items() for v in vs},
+        # indications came after the labels (issue 59): only the labelled families are scored
+        "attributes": {f"{k}:{v}" for k, vs in conditions.attributes.items() if k != INDICATION for v in vs},
     }
 
 

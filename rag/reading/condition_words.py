@@ -3,7 +3,8 @@
 What a guideline line or a question may state a patient's condition with (``conditions.py``
 reads them): a number's unit and the measure it belongs to, comparators, age groups, sex and
 pregnancy, families of exclusive attributes (route, vessel, circulation, episode, setting),
-"type X" subtypes, and the groups a dose may be stated for (``QUALIFIERS``).
+the diseases a line is stated for (``INDICATIONS``), "type X" subtypes, and the groups a dose
+may be stated for (``QUALIFIERS``).
 """
 
 from __future__ import annotations
@@ -140,6 +141,27 @@ ATTRIBUTES: dict[str, dict[str, re.Pattern[str]]] = {
         "inpatient": re.compile(r"\b(?:inpatients?|hospitali[sz]ed|admitted)\b", re.I),
         "outpatient": re.compile(r"\b(?:outpatients?|ambulatory)\b", re.I),
     },
+}
+# The diseases a dose or target is stated for, where guidelines give one drug for several: a
+# line under an ACS guideline is no answer for a DVT (issue 59's c4). Read from the line, its
+# lead-in and every heading, the title included (``conditions.indication_conflicts``).
+INDICATIONS: dict[str, re.Pattern[str]] = {
+    "venous thromboembolism": re.compile(
+        r"\b(?:DVTs?|VTE|PE)\b|(?i:\bdeep[- ]vein thrombos[ie]s\b|\bpulmonary embol\w*"
+        r"|\bvenous thromboembol\w*|\bthromboprophylaxis\b)"
+    ),
+    "acute coronary syndrome": re.compile(
+        r"\b(?:N?STEMI|NSTE-ACS|ACS|UA)\b|(?i:\bacute coronary\b|\bmyocardial infarction\b"
+        r"|\bunstable angina\b)"
+    ),
+    "atrial fibrillation": re.compile(r"\b(?:AF|AFib)\b|(?i:\batrial fibrillation\b|\batrial flutter\b)"),
+    "stroke": re.compile(r"\bTIA\b|(?i:\bstrokes?\b|\btransient ischa?emic attack\b)"),
+    "pneumonia": re.compile(r"\b(?:CAP|HAP|VAP)\b|(?i:\bpneumonia\b)"),
+    "meningitis": re.compile(r"(?i:\bmeningitis\b|\bventriculitis\b)"),
+    "urinary tract infection": re.compile(
+        r"\bc?UTIs?\b|(?i:\burinary tract infection\w*|\bpyelonephritis\b)"
+    ),
+    "endocarditis": re.compile(r"\bIE\b|(?i:\bendocarditis\b)"),
 }
 ROMAN = dict(zip("i ii iii iv v vi vii viii ix x".split(), map(str, range(1, 11)), strict=True))
 SUBTYPE = re.compile(r"\btype\s+([0-9]{1,2}[a-z]?|[ivx]{1,4}|[a-z][0-9]?)\b", re.IGNORECASE)

@@ -9,7 +9,8 @@ measure, a unit and an interval; a line's bare number is no condition), **ages a
 (age intervals and sexes, pregnancy), **drugs** (the maintained
 ``drug_named_entity_recognition`` dictionary, synonyms included) and **exclusive attributes**
 (route, vessel, circulation, episode, care setting, type), where a line naming one value of a
-family and not the asked one is for another patient.
+family and not the asked one is for another patient), and **indications** (the diseases a line is
+stated for: a DVT question's dose is not the ACS guideline's, whatever the line's own band says).
 
 :func:`judge` compares them: a line **conflicts** when one of its conditions excludes the
 patient (a band without the value, a disjoint age or sex, another drug of a dose question with
@@ -34,6 +35,7 @@ from rag.reading.condition_words import (
     ATTRIBUTES,
     DASH,
     FEMALE,
+    INDICATIONS,
     INF,
     LESS,
     MALE,
@@ -50,6 +52,8 @@ from rag.reading.condition_words import (
     UNITS,
     subtypes,
 )
+
+INDICATION = "indication"  # the attribute family of the diseases a line is stated for
 
 
 @dataclass(frozen=True)
@@ -278,6 +282,7 @@ def read(text: str, point_values: bool = False, default_measure: str = "") -> Co
         family: frozenset(name for name, pattern in values.items() if pattern.search(text))
         for family, values in ATTRIBUTES.items()
     }
+    attributes[INDICATION] = frozenset(name for name, pattern in INDICATIONS.items() if pattern.search(text))
     types = subtypes(text)
     if types:
         attributes["type"] = types
@@ -335,12 +340,23 @@ def judge(patient: Conditions, line: Conditions, asks_amount: bool = True) -> tu
             fits.append("drug")
     for family, asked_values in patient.attributes.items():
         stated = line.attributes.get(family)
-        if stated:
+        if stated and family != INDICATION:  # judged over the whole context: indication_conflicts
             if asked_values & stated:
                 fits.append(family)
             else:
                 conflicts.append(f"stated for {family} {'/'.join(sorted(stated))}")
     return conflicts, fits
+
+
+def indication_conflicts(patient: Conditions, own: Conditions, headed: Conditions) -> list[str]:
+    """A line whose text, lead-in or headings (the title included) name diseases, none of them
+    one the question names, is stated for another disease; no band of the line's own outweighs
+    that (enoxaparin 1 mg/kg once daily for CrCl < 30 under an ACS title is no DVT dose)."""
+    asked = patient.attributes.get(INDICATION)
+    stated = own.attributes.get(INDICATION, frozenset()) | headed.attributes.get(INDICATION, frozenset())
+    if not asked or not stated or asked & stated:
+        return []
+    return [f"stated for {', '.join(sorted(stated))}; the question is about {', '.join(sorted(asked))}"]
 
 
 @dataclass(frozen=True)
@@ -434,6 +450,7 @@ def verdict(patient: Conditions, context: LineContext, asks_amount: bool = True)
     # a heading is broader than its lines: it conflicts unless the line's own band or population fits
     if not fits or _tier(fits) < 2:
         conflicts += heading_conflicts
+    conflicts += indication_conflicts(patient, own, headed)
     if conflicts:
         return Verdict("conflicts", tuple(conflicts))
     if heading_fits and _tier(heading_fits) > (_tier(fits) if fits else 0):

@@ -161,3 +161,42 @@ def test_a_line_for_a_narrower_age_group_does_not_answer_for_the_wider_one():
         == "conflicts"
     )
     assert judged("72-year-old on CGM: time in range target?", "- Frail older adults: TIR > 50%") == "fits"
+
+
+ACS_TITLE = "2023 ESC Guidelines for the management of acute coronary syndromes"
+VTE_TITLE = "American Society of Hematology 2020 Guidelines for Management of Venous Thromboembolism"
+RENAL_DOSE = (
+    "- Dose: 1 mg/kg subcutaneously every 12 hours (reduce to 1 mg/kg once daily if CrCl < 30 mL/min)."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "title", "state"),
+    [
+        # the line's own CrCl band holds the patient, but its guideline is another disease's
+        (
+            "Treating a DVT with enoxaparin in a patient whose CrCl is 22 mL/min - what dose?",
+            ACS_TITLE,
+            "conflicts",
+        ),
+        (
+            "Treating a DVT with enoxaparin in a patient whose CrCl is 22 mL/min - what dose?",
+            VTE_TITLE,
+            "fits",
+        ),
+        ("NSTEMI on enoxaparin with a CrCl of 22 mL/min: what dose?", ACS_TITLE, "fits"),
+        # a question naming both diseases meets either guideline; one naming none is not judged
+        ("AF patient with a PE and CrCl 22 mL/min: enoxaparin dose?", VTE_TITLE, "fits"),
+        ("Enoxaparin dose when the CrCl is 22 mL/min?", ACS_TITLE, "fits"),
+    ],
+)
+def test_a_line_under_another_diseases_guideline_conflicts(question: str, title: str, state: str) -> None:
+    context = LineContext(RENAL_DOSE, "", (title, "Parenteral Anticoagulation > Enoxaparin"))
+    assert verdict(question_conditions(question), context).state == state
+
+
+def test_indication_words_need_their_abbreviations_in_capitals() -> None:
+    from rag.reading.conditions import read
+
+    assert read("pulmonary embolism or DVT").attributes["indication"] == {"venous thromboembolism"}
+    assert "indication" not in read("the pe of the patient, a cap of 2 g").attributes
