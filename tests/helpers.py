@@ -6,9 +6,11 @@ import ast
 import gc
 import os
 import re
+import socket
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -394,3 +396,29 @@ def parse_python(source: str) -> ast.Module:
     finally:
         if paused:
             gc.enable()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_ready(process: subprocess.Popen, url: str, seconds: float, output: Callable[[], str]) -> None:
+    """Poll ``url`` until it answers 200; fail with the server's ``output()`` if it exits first,
+    kill it when ``seconds`` pass."""
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"{url}'s server exited: {output()[-2000:]}")
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"{url} did not answer within {seconds:g} s")
+        time.sleep(0.5)

@@ -9,11 +9,9 @@ llama-cpp-python's server ends a running stream whenever another request arrives
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -23,15 +21,10 @@ from core.paths import Paths
 from core.types import Message
 from rag.generate.models import model_path
 from rag.generate.openai_compat import OpenAICompatGenerator
+from tests.helpers import free_port, wait_until_ready
 
 pytestmark = pytest.mark.e2e
 ENTRY = Path(__file__).resolve().parents[2] / "scripts/compose/llm_entry.py"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -44,16 +37,7 @@ def stand_in(tmp_path):
     server = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        for _ in range(240):
-            if server.poll() is not None:
-                pytest.fail(f"the stand-in exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/models", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("the stand-in did not answer /v1/models within 2 minutes")
+        wait_until_ready(server, f"{url}/models", 120, log.read_text)
         yield url
     finally:
         server.terminate()

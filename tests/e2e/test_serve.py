@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import openai
@@ -17,16 +15,11 @@ import pytest
 
 from indexes.store import load_index
 from tests.api.support import conforming_completion, conforming_events
+from tests.helpers import free_port, wait_until_ready
 
 pytestmark = pytest.mark.e2e
 KEY = "e2e-key-0123456789abcdef"
 QUESTION = "Which score is used to decide on anticoagulation in atrial fibrillation?"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +40,7 @@ def served(small_index_paths):
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"medcite serve exited: {process.stdout.read() if process.stdout else ''}")
-        try:
-            if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            process.kill()
-            pytest.fail("medcite serve did not become ready in 180 s")
-        time.sleep(0.5)
+    wait_until_ready(process, f"{url}/ready", 180, lambda: process.stdout.read() if process.stdout else "")
     yield url
     process.send_signal(signal.SIGTERM)
     # uvicorn shuts down gracefully, then re-raises the signal it caught: -SIGTERM is a clean exit.
