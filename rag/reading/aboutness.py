@@ -66,7 +66,7 @@ GENERIC_TERMS = frozenset(
     """
     # function words the tokenizer keeps: a passage need not say "must" to state an obligation
     """
-    must may might shall ought cannot also whether per via times
+    must may might shall ought cannot also whether per via times whose whom
     """
     # how a research question asks (chosen on BioASQ Task 7B-10B, where these were the terms most
     # often missing from every gold snippet of a question; ``bench/answers/aboutness_literature.py``)

@@ -64,6 +64,7 @@ def test_function_words_are_never_a_missing_key_term():
     # a user's protocol states the bleep number without saying "must" (issue 59)
     question = "Who must I bleep, and may I call the outreach team, for a deteriorating patient?"
     assert key_terms(question) == ("bleep", "outreach", "team", "deteriorating")
+    assert key_terms("Whom do I bleep for a patient whose NEWS2 is 7?") == ("bleep", "news2")
     line = chunk(
         "Escalation", ("Deteriorating patient",), "Bleep the outreach team on 2222 and call the registrar."
     )
