@@ -21,21 +21,29 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def fit_logistic(
-    x: np.ndarray, y: np.ndarray, l2: float = 1e-3, iterations: int = 50
+    x: np.ndarray,
+    y: np.ndarray,
+    l2: float = 1e-3,
+    iterations: int = 50,
+    sample_weight: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
-    """Weights and bias of a logistic regression of ``y`` (0/1) on the columns of ``x``."""
+    """Weights and bias of a logistic regression of ``y`` (0/1) on the columns of ``x``;
+    ``sample_weight``: each row's weight in the loss (None: 1 each)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.ndim != 2 or len(x) != len(y) or len(y) == 0:
         raise ValueError(f"need x of shape (n, d) and y of length n, got {x.shape} and {y.shape}")
     if y.min() == y.max():
         raise ValueError("calibration needs both relevant and non-relevant examples")
+    w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if w.shape != y.shape or (w < 0).any():
+        raise ValueError(f"need one non-negative weight per row, got shape {w.shape}")
     design = np.hstack([x, np.ones((len(x), 1))])
     theta = np.zeros(design.shape[1])
-    penalty = np.diag([l2] * x.shape[1] + [0.0]) * len(y)
+    penalty = np.diag([l2] * x.shape[1] + [0.0]) * w.sum()
     for _ in range(iterations):
         p = sigmoid(design @ theta)
-        gradient = design.T @ (p - y) + penalty @ theta
-        hessian = design.T @ (design * (p * (1 - p))[:, None]) + penalty + 1e-9 * np.eye(len(theta))
+        gradient = design.T @ (w * (p - y)) + penalty @ theta
+        hessian = design.T @ (design * (w * p * (1 - p))[:, None]) + penalty + 1e-9 * np.eye(len(theta))
         step = np.linalg.solve(hessian, gradient)
         theta -= step
         if np.abs(step).max() < 1e-10:

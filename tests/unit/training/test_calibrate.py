@@ -17,6 +17,19 @@ def test_fit_logistic_recovers_the_generating_parameters() -> None:
     assert bias == pytest.approx(0.3, abs=0.08)
 
 
+def test_a_row_of_weight_two_counts_as_that_row_twice() -> None:
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(300, 3))
+    y = (rng.random(300) < sigmoid(x[:, 0] - x[:, 2])).astype(float)
+    weight = np.where(np.arange(300) < 100, 2.0, 1.0)
+    weighted = fit_logistic(x, y, l2=1e-3, sample_weight=weight)
+    repeated = fit_logistic(np.vstack([x, x[:100]]), np.concatenate([y, y[:100]]), l2=1e-3)
+    assert weighted[0] == pytest.approx(repeated[0], abs=1e-8)
+    assert weighted[1] == pytest.approx(repeated[1], abs=1e-8)
+    with pytest.raises(ValueError, match="one non-negative weight per row"):
+        fit_logistic(x, y, sample_weight=-weight)
+
+
 def test_fit_logistic_refuses_one_class() -> None:
     with pytest.raises(ValueError, match="both relevant and non-relevant"):
         fit_logistic(np.zeros((3, 1)), np.ones(3))
