@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -30,6 +31,16 @@ def test_each_part_has_every_kind_and_no_question_of_another_part_or_the_held_ou
     held_out = {line.strip().lower() for line in HELD_OUT.read_text(encoding="utf-8").splitlines()}
     assert not held_out & set(asked)
     assert not any(q.answerable for q in dev + test + test2)
+
+
+def test_the_training_part_has_no_far_question_and_no_trap_word_of_a_scored_part():
+    train = load_outside("train")
+    assert Counter(q.kind for q in train) == {"chit_chat": 80, "general": 140, "homonym": 140}
+    scored = load_outside("dev") + load_outside("test") + load_outside("test-2")
+    assert not {q.question.lower() for q in train} & {q.question.lower() for q in scored}
+    traps = {json.loads(line).get("trap") for line in outside_file("train").read_text().splitlines()}
+    test2 = outside_file("test-2").read_text().splitlines()
+    assert not (traps - {""}) & {json.loads(line)["trap"] for line in test2} - {""}
 
 
 def test_a_malformed_row_is_named(tmp_path, monkeypatch):
