@@ -107,6 +107,11 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
             verifier = SupportVerifier(
                 embedder, threshold=v.threshold, model=support_model, answer_judge=answer_judge
             )
+        scope = None
+        if embedder is not None and profile.rerank.min_clinical is not None:  # no vectors: no check
+            from rag.reading.clinical import ClinicalScope
+
+            scope = ClinicalScope(embedder)
     except BaseException:
         index.close()
         raise
@@ -115,7 +120,13 @@ def assemble(profile: Profile, paths: Paths, *, generator: Generator | None = No
         return corpus_vocabulary(paths, index)
 
     pipeline = Pipeline(
-        retriever, reranker, generator, verifier=verifier, profile=profile, vocabulary=vocabulary
+        retriever,
+        reranker,
+        generator,
+        verifier=verifier,
+        profile=profile,
+        vocabulary=vocabulary,
+        scope=scope,
     )
     return Assembled(pipeline=pipeline, index=index, profile=profile, embedder=embedder)
 

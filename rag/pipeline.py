@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.errors import ConfigError, GeneratorError, ModelError
-from core.types import Answer, Filters, Message
+from core.types import Answer, Filters, Hit, Message
 from rag.answer.closest import NonAnswer
 from rag.answer.generated import GeneratedAnswerer, generate
 from rag.answer.outcomes import said, with_reading
@@ -30,6 +30,8 @@ from rag.gate.gate import SupportChecker
 from rag.generate import prompts
 from rag.profile import Profile, default_profile, with_changes
 from rag.protocols import Generator, Reranker, Retriever
+from rag.reading.aboutness import missing_terms
+from rag.reading.clinical import ClinicalScope
 from rag.reading.conversation import Resolved, carry, earlier_questions
 from rag.reading.question import ReadQuestion
 from rag.reading.quote_model import LineJudge, QuoteJudge
@@ -77,15 +79,17 @@ class Pipeline:
         options: Options = Options(),
         vocabulary: Callable[[], Vocabulary] | None = None,
         judge: LineJudge | None = None,
+        scope: ClinicalScope | None = None,
     ) -> None:
         """``profile``: every setting (None: ``rag/profiles/default.toml``); ``vocabulary``: the
         corpus's document frequencies and abbreviations, which the aboutness judgement weighs a
         question's concepts by; called on the first question (it may read the whole corpus
         once). None: every concept weighs the same, no abbreviation. ``judge``: what gives lines
-        their P(answers) (None: the one ``[quote] judge`` names)."""
+        their P(answers) (None: the one ``[quote] judge`` names); ``scope``: judges whether a question
+        is a medical one (None: every question is)."""
         self.retriever, self.reranker, self.generator = retriever, reranker, generator
         self.profile = profile = profile or default_profile()
-        self.options = options
+        self.scope, self.options = scope, options
         with_checks = getattr(verifier, "with_checks", None)  # the verifier's share of the checks
         self.verifier = with_checks(profile.verify) if with_checks is not None else verifier
         self._vocabulary_source = vocabulary
@@ -110,7 +114,7 @@ class Pipeline:
             about,
             quote.closest_min_coverage,
         )
-        quoted = QuotedAnswerer(judge, threshold, quote.sentences, stop, quote.one_guideline)
+        self.quoted = quoted = QuotedAnswerer(judge, threshold, quote.sentences, stop, quote.one_guideline)
         generated = GeneratedAnswerer(
             generator,
             self.verifier,
@@ -121,7 +125,6 @@ class Pipeline:
             relevance=bool(getattr(reranker, "scores_are_probabilities", False)),
             degrade=options.degrade_on_generator_error,
         )
-        self.quoted = quoted
         self.answerers: tuple[QuotedAnswerer | GeneratedAnswerer, ...] = (
             (quoted, generated) if profile.generator.answers else (quoted,)
         )
@@ -148,6 +151,7 @@ class Pipeline:
             judge=self.judge
             if (profile.quote, profile.verify) == (self.profile.quote, self.profile.verify)
             else None,
+            scope=self.scope,
         )
         other._vocabulary = self._vocabulary
         return other
@@ -194,7 +198,7 @@ class Pipeline:
         p, clock = self.profile, clock or Clock()
         usage: dict[str, int] = {}
         notes: list[str] = []
-        query = contextual_query(question, history)
+        query = searched = contextual_query(question, history)
         if p.reformulation.kind != "none":
             try:
                 with clock.stage("reformulate"):
@@ -230,7 +234,23 @@ class Pipeline:
         if stats is not None:
             usage["rerank_generator_calls"] = stats.generator_calls
             usage["rerank_cache_hits"] = stats.cache_hits
-        return Evidence(kept=list(kept), dropped=list(dropped), usage=usage, notes=notes)
+        stopped = self._out_of_scope(searched, kept)
+        if stopped is not None:  # every passage stays listed with its relevance
+            kept, dropped = [], sorted([*kept, *dropped], key=lambda h: -h.score)
+        return Evidence(kept=list(kept), dropped=list(dropped), usage=usage, notes=notes, stopped=stopped)
+
+    def _out_of_scope(self, query: str, kept: Sequence[Hit]) -> str | None:
+        """Why ``query`` is no medical question, under ``[rerank] min_clinical`` (None: it is one,
+        or a kept passage names every key term it asks: "Where is the crash trolley on ward 7?"
+        in a ward's own protocols, which the answer judgements then decide)."""
+        threshold = self.profile.rerank.min_clinical
+        if self.scope is None or threshold is None or not kept:
+            return None
+        why = self.scope.why_not(query, threshold)
+        terms = self.read(query).terms if why is not None else ()
+        if terms and any(not missing_terms(terms, hit.chunk) for hit in kept):
+            return None
+        return why
 
     def _reformulate(self, question: str) -> tuple[str, int]:
         config = self.profile.reformulation
@@ -294,7 +314,9 @@ class Pipeline:
                     yield from self._recorded(reply, turn, asked)
                     return
         else:
-            turn.why.append(f"no passage cleared the evidence threshold ({len(found.dropped)} below it)")
+            turn.why.append(
+                found.stopped or f"no passage cleared the evidence threshold ({len(found.dropped)} below it)"
+            )
         yield from self._recorded(said(self.non_answer.reply(turn)), turn, asked)
 
     def conversation(

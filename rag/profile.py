@@ -106,6 +106,11 @@ class RerankConfig(_Strict):
     order: Literal["relevance", "retrieval"] = Field(
         description="Evidence in the reranker's order, or the retriever's with the reranker only gating.",
     )
+    min_clinical: float | None = Field(
+        ge=0.0,
+        le=1.0,
+        description="P(medical) a question needs for any passage to be kept (rag/reading/clinical.py).",
+    )
 
 
 class GeneratorConfig(_Strict):

@@ -47,6 +47,7 @@ class Evidence:
     dropped: list[Hit]
     usage: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why nothing was kept whatever the passages' relevance
 
 
 @dataclass

@@ -34,6 +34,8 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "judge-prompts": "bench.answers.judge_prompts",
         "line-choice": "bench.answers.line_choice",
         "outcomes": "bench.answers.outcomes",
+        "medical-scope": "bench.answers.medical_scope",
+        "outside-outcomes": "bench.answers.outside_outcomes",
         "quote-reach": "bench.answers.quote_reach",
         "ivfpq-rescore": "bench.retrieval.ivfpq_rescore",
         "materialize": "bench.retrieval.materialize",
@@ -56,6 +58,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
     },
     "train": {
         "aboutness": "training.aboutness",
+        "clinical": "training.clinical",
         "quotes": "training.quotes",
         "reader": "training.reader",
     },

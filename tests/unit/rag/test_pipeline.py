@@ -11,8 +11,9 @@ from core.errors import ConfigError, GeneratorError, GeneratorTimeout, ModelErro
 from core.types import Chunk, Generation, Hit, Message
 from rag.answer.outcomes import NOTHING_RELEVANT
 from rag.pipeline import Pipeline
+from rag.reading.clinical import ClinicalModel, ClinicalScope
 from rag.rerank.identity import IdentityReranker
-from tests.helpers import ScriptedVerifier, fake_profile
+from tests.helpers import HashEmbedder, ScriptedVerifier, fake_profile
 
 TEXTS = {
     "af#0": "The CHA2DS2-VASc score is the recommended tool for stroke risk in AF.",
@@ -106,6 +107,24 @@ def pipeline(generator, reranker=None, verifier=None, **sections) -> tuple[Pipel
         verifier=verifier or ScriptedVerifier(),
         profile=profile,
     ), retriever
+
+
+def test_a_question_read_as_no_medical_one_keeps_no_passage_unless_one_names_all_it_asks():
+    embedder = HashEmbedder()
+    no_question_is_medical = ClinicalModel(np.zeros(embedder.dim), -5.0, embedder.fingerprint())
+    scope = ClinicalScope(embedder, no_question_is_medical)
+    gen = FakeGenerator("Use the CHA2DS2-VASc score [1].")
+    pipe, _ = pipeline(gen, rerank={"min_clinical": 0.5})
+    pipe = Pipeline(
+        pipe.retriever, pipe.reranker, gen, verifier=ScriptedVerifier(), profile=pipe.profile, scope=scope
+    )
+    answer = pipe.answer("What is the capital of France?")
+    assert answer.outcome == "nothing_relevant" and not gen.calls
+    assert any("does not read as a medical one" in note for note in answer.notes), answer.notes
+    assert sorted(h.chunk.chunk_id for h in answer.read) == sorted(TEXTS)  # still listed, with scores
+    assert pipe.answer("Which score is used in AF?").outcome == "answer"  # af#0 has score and AF
+    unchecked = pipe.with_changes({"rerank": {"min_clinical": None}})
+    assert unchecked.evidence("What is the capital of France?").kept  # the check is the setting's
 
 
 def test_cited_answer_resolves_every_marker_to_its_passage():
