@@ -49,6 +49,7 @@ class Line(NamedTuple):
     special: float  # of the specialist ones (1: the question has none)
     relevance: float  # the relevance model's P(relevant) of the passage
     specialist_asked: bool  # the question names a specialist concept
+    conflicts: bool = False  # the condition reader finds it stated for another patient
 
 
 def replay(pipeline: Any, item: Any) -> list[Line] | None:
@@ -69,7 +70,8 @@ def replay(pipeline: Any, item: Any) -> list[Line] | None:
         features = about_features(turn.read.concepts, chunk_stems(hit.chunk), None)
         share, special = features["coverage"], features["specialist_coverage"]
         every = not missing_terms(turn.read.terms, hit.chunk)
-        rows.append(Line(line_text(line), every, share, special, hit.score, asked))
+        conflicts = line.fit.state == "conflicts"
+        rows.append(Line(line_text(line), every, share, special, hit.score, asked, conflicts))
     return rows
 
 
@@ -108,8 +110,11 @@ def tally(items: Sequence[Any], lines: dict[str, list[Line]], rule: Callable[[Li
     return out
 
 
-def grid(items: Sequence[Any], lines: dict[str, list[Line]], model: AboutnessModel) -> list[dict[str, Any]]:
-    """Every rule's tally: off, every key term, and ``model`` judged at each threshold and coverage floor."""
+def grid(
+    items: Sequence[Any], lines: dict[str, list[Line]], model: AboutnessModel, shipped: tuple[float, float]
+) -> list[dict[str, Any]]:
+    """Every rule's tally: off, every key term, ``model`` judged at each threshold and coverage
+    floor, and the ``shipped`` (threshold, floor) without the lines stated for another patient."""
     rows = [{"about": "off", **tally(items, lines, lambda line: True)}]
     rows.append({"about": "every", **tally(items, lines, lambda line: line.every)})
     for t in THRESHOLDS:
@@ -118,6 +123,10 @@ def grid(items: Sequence[Any], lines: dict[str, list[Line]], model: AboutnessMod
             rows.append(
                 {"about": "judged", "min_about": t, "min_coverage": floor, **tally(items, lines, rule)}
             )
+    t, floor = shipped
+    fits = functools.partial(judged, model, t, floor)
+    row = tally(items, lines, lambda line: fits(line) and not line.conflicts)
+    rows.append({"about": "judged", "min_about": t, "min_coverage": floor, "conflicting": "dropped", **row})
     return rows
 
 
@@ -152,7 +161,8 @@ def main() -> None:
     if args.lines is not None:  # every replayed line, to try another rule or model without replaying
         args.lines.write_text(json.dumps(lines) + "\n", encoding="utf-8")
     model = AboutnessModel.read(args.model) if args.model is not None else AboutnessModel.shipped()
-    rows = grid(items, lines, model)
+    quote = load_profile(args.profile).quote
+    rows = grid(items, lines, model, (quote.closest_min_about or 0.0, quote.closest_min_coverage))
     for row in rows:
         print(json.dumps(row), flush=True)
     out = {
