@@ -264,8 +264,10 @@ def drugs(text: str) -> frozenset[str]:
     names = {
         str(entry["name"]).lower()
         for entry, *_ in found
-        # MeSH D27 is "Chemical Actions and Uses": an entry only there is a class ("Anti-Bacterial Agents")
-        if not (entry.get("mesh_tree") and all(str(tree).startswith("D27") for tree in entry["mesh_tree"]))
+        # an entry without a name is a matched phrase only ("milk protein"); MeSH D27 is "Chemical
+        # Actions and Uses": an entry only there is a class ("Anti-Bacterial Agents")
+        if entry.get("name")
+        and not (entry.get("mesh_tree") and all(str(tree).startswith("D27") for tree in entry["mesh_tree"]))
     }
     return frozenset(n for n in names if n not in NOT_DRUGS)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.reading.conditions import LineContext, question_conditions, read_values, verdict
+from rag.reading.conditions import LineContext, drugs, question_conditions, read_values, verdict
 
 TABLE = "| Route | Dose | Concentration |\n|---|---|---|"
 AKI = "| Stage | Serum Creatinine | Urine Output |\n|---|---|---|"
@@ -200,3 +200,8 @@ def test_indication_words_need_their_abbreviations_in_capitals() -> None:
 
     assert read("pulmonary embolism or DVT").attributes["indication"] == {"venous thromboembolism"}
     assert "indication" not in read("the pe of the patient, a cap of 2 g").attributes
+
+
+def test_a_phrase_the_drug_dictionary_matches_without_a_name_is_no_drug() -> None:
+    # the dictionary matches "milk protein" with no entry name; the reading named it a KeyError
+    assert drugs("when to suspect cow's milk protein allergy? try simeticone?") == {"simeticone"}
