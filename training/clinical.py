@@ -16,6 +16,7 @@ question (those the chain answers or shows closest lines for). The test parts ar
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 from collections import Counter
@@ -58,6 +59,11 @@ def medical_questions(paths: Paths) -> dict[str, list[str]]:
             q for q in rng.sample(medquad, min(MEDQUAD_QUESTIONS, len(medquad))) if normalise(q) not in banned
         ],
     }
+
+
+def text_sha256(questions: list[str]) -> str:
+    """The sha256 of the questions, one a line, as fitted on (BioASQ and MedQuAD are samples)."""
+    return hashlib.sha256("\n".join(questions).encode("utf-8")).hexdigest()
 
 
 def stopped(p: np.ndarray, threshold: float) -> int:
@@ -116,6 +122,7 @@ def main() -> None:
             "outside_questions_dev.jsonl": sha256_file(outside_file("dev")),
         },
         "questions": {**{k: len(v) for k, v in medical.items()}, "outside_train": len(outside_train)},
+        "questions_sha256": {k: text_sha256(v) for k, v in medical.items()},
         "outside_train_kinds": dict(Counter(q.kind for q in outside_train)),
         "train_accuracy": float(((train_p >= 0.5) == (y == 1)).mean()),
         "dev": [{k: v for k, v in r.items() if k not in ("weights", "bias")} for r in grid],

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from core.errors import ConfigError, ModelError
+from core.errors import ConfigError, ModelError, require
 from indexes.files import sha256_file
 from rag.protocols import Embedder
 
@@ -59,8 +59,7 @@ class ClinicalModel:
 
     def write(self, folder: Path, manifest: dict[str, Any]) -> None:
         """``folder`` with the weights and ``manifest`` (plus the format, embedder and sha256)."""
-        from safetensors.numpy import save_file
-
+        save_file = require("safetensors.numpy", package="safetensors", extra="dense").save_file
         folder.mkdir(parents=True, exist_ok=True)
         tensors = {
             "weights": self.weights.astype(np.float32),
@@ -78,8 +77,7 @@ class ClinicalModel:
     @classmethod
     def read(cls, folder: Path) -> ClinicalModel:
         """The model of ``folder``; a ModelError that says how to get one otherwise."""
-        from safetensors.numpy import load_file
-
+        load_file = require("safetensors.numpy", package="safetensors", extra="dense").load_file
         manifest_path, weights_path = folder / MANIFEST_FILE, folder / WEIGHTS_FILE
         if not manifest_path.is_file() or not weights_path.is_file():
             raise ModelError(f"no medical-question model at {folder}; fit one with: medcite train clinical")
