@@ -140,12 +140,15 @@ CHECKS = {
     "subtypes": "a passage naming another 'type X' than the question is not about it (reading/aboutness)",
     "asked_for": "a dose, treatment, missed-dose or storage question needs a passage and answer giving it",
     "populations": "a question about children, pregnancy or breastfeeding needs a passage naming them",
+    "drugs": "a question naming drugs needs a passage naming one of them (reading/aboutness)",
     "same_measure": "eGFR/GFR, HbA1c/A1C, ECG/EKG count as one concept (reading/terms)",
     "labels": "a generated sentence that only repeats a source's label, or asks a question, is no answer",
     "dose_scope": "a generated dose for a group must stand in a line or heading naming that group",
     "copy_check": "a near copy of a passage sentence must keep that sentence's words (gate/copy_check)",
 }
-Check = Literal["subtypes", "asked_for", "populations", "same_measure", "labels", "dose_scope", "copy_check"]
+Check = Literal[
+    "subtypes", "asked_for", "populations", "drugs", "same_measure", "labels", "dose_scope", "copy_check"
+]
 
 
 class VerifyConfig(_Strict):

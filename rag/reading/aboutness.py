@@ -1,15 +1,14 @@
 """Is a cited passage about the question at all? A cheap, explainable check after generation.
 
 The support verifier asks whether a passage supports the sentence that cites it, not whether it
-is about what was asked: issue 14's pembrolizumab dose was cited to the HPO phenotype list of
-familial melanoma, which names melanoma and no drug. The rules, over ``indexes.text.tokenize``:
+is about what was asked (issue 14's pembrolizumab dose cited to a melanoma phenotype list).
+The rules, over ``indexes.text.tokenize``:
 
 1. The question's *key terms* are its content tokens, compounds split, minus numbers and minus
-   ``GENERIC_TERMS`` (after ``stem``): words that say what kind of answer is wanted or for whom
-   (dose, treatment, recommended, patients, ...). What is left names the subject.
+   ``GENERIC_TERMS`` (after ``stem``): words that say what kind of answer is wanted or for whom.
 2. A passage (title, section path and text) is about the question when it contains *every* key
-   term after ``stem`` ("infections" meets "infection", "diabetes" meets "diabetic"); one
-   measure's two spellings count as one (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C, ECG/EKG).
+   term after ``stem`` ("infections" meets "infection"); one measure's two spellings count as
+   one (``SAME_MEASURE``: eGFR/GFR, HbA1c/A1C, ECG/EKG).
 3. A question with no key term left ("and in children?") cannot be checked; every passage passes.
 4. *Subtypes*: a passage naming another "type X" than the question's, and not the question's, is
    not about it (numbers are not key terms, so "type 1" would otherwise pass for "type 2").
@@ -17,11 +16,12 @@ familial melanoma, which names melanoma and no drug. The rules, over ``indexes.t
    or storage needs a passage that speaks of that at all (a phenotype list never does).
 6. *Populations* (``POPULATIONS``): a question about children, pregnancy or breastfeeding needs a
    passage that names that group, in any of its words.
+7. *Drugs*: a question naming drugs (the drug dictionary's names, ``conditions.drugs``) needs a
+   passage naming one of them (an antidepressant's starting dose is no levothyroxine answer).
 
-By design it misses a passage that names every key term but is about something else (the
-verifier judges content) and synonyms it does not know; a correct sentence then goes unshown,
-the safe side to err on. Examples, measurements and the research framing words' choice:
-docs/results/module_history.md. Pure functions; nothing here loads a model.
+By design it misses a passage that names every key term but is about something else, and
+synonyms (and drug classes: "NSAIDs" for ibuprofen) it does not know; a correct line then goes
+unshown, the safe side. Examples and measurements: docs/results/module_history.md. Pure functions.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from core.types import Chunk
 from indexes.text import indexed_text, tokenize
 from rag.profile import VerifyConfig
 from rag.reading.condition_words import QUALIFIERS, subtypes
+from rag.reading.conditions import Conditions, drugs, same_drug
 from rag.reading.terms import SAME_MEASURE, Concept, chunk_stems, coverage, stem
 
 POPULATIONS = {name: QUALIFIERS[name] for name in ("children", "pregnancy", "breastfeeding")}
@@ -136,6 +137,19 @@ def unnamed_populations(names: Sequence[str], chunk: Chunk) -> tuple[str, ...]:
     """The populations of ``names`` that ``chunk`` (title, section path, text) never names (rule 6)."""
     text = indexed_text(chunk.title, chunk.section, chunk.text)
     return tuple(name for name in names if not POPULATIONS[name].search(text))
+
+
+def unnamed_drugs(asked: frozenset[str], chunk: Chunk) -> tuple[str, ...]:
+    """The asked drugs when ``chunk`` (title, section path, text) names none of them (rule 7)."""
+    if not asked:
+        return ()
+    named = _passage_drugs(indexed_text(chunk.title, chunk.section, chunk.text))
+    return () if any(same_drug(a, n) for a in asked for n in named) else tuple(sorted(asked))
+
+
+@functools.lru_cache(maxsize=4096)
+def _passage_drugs(text: str) -> frozenset[str]:
+    return drugs(text)
 
 
 _SAME = {term: group for group in SAME_MEASURE for term in group}
@@ -239,6 +253,8 @@ class Asked(Protocol):
     def kinds(self) -> tuple[AskedFor, ...]: ...
     @property
     def populations(self) -> tuple[str, ...]: ...
+    @property
+    def patient(self) -> Conditions: ...
 
 
 def missing(
@@ -263,12 +279,14 @@ def missing(
         if p < (model.threshold if verify.min_about is None else verify.min_about):
             lacking = tuple(c.text for c in read.concepts if not c.covered_by(have))
             terms = lacking or (f"enough of the question (about {p:.2f})",)
-    return (
+    lacking = (
         terms
         + (missing_subtypes(read.subtypes, chunk) if verify.checks("subtypes") else ())
         + (unspoken(read.kinds, chunk) if verify.checks("asked_for") else ())
         + (unnamed_populations(read.populations, chunk) if verify.checks("populations") else ())
+        + (unnamed_drugs(read.patient.drugs, chunk) if verify.checks("drugs") else ())
     )
+    return tuple(dict.fromkeys(lacking))  # a drug is often a key term too
 
 
 def about_features(

@@ -257,8 +257,14 @@ NOT_DRUG_WORDS = frozenset(
 )
 
 
+# the dictionary names a specific immune globulin only as "<target> immunoglobulin": "tetanus
+# immune globulin" and "rabies immune globulin" would both be "immunoglobulins"
+_IMMUNE_GLOBULIN = re.compile(r"\bimmune\s+globulins?\b", re.IGNORECASE)
+
+
 def drugs(text: str) -> frozenset[str]:
     """The drugs ``text`` names, as the dictionary's preferred names, lower case."""
+    text = _IMMUNE_GLOBULIN.sub("immunoglobulin", text)
     words = [w for w in _WORD.findall(text) if w.lower() not in NOT_DRUG_WORDS]
     found = _drug_finder()(words, is_ignore_case=True)
     names = {
@@ -300,7 +306,8 @@ def read(text: str, point_values: bool = False, default_measure: str = "") -> Co
     )
 
 
-def _same_drug(a: str, b: str) -> bool:
+def same_drug(a: str, b: str) -> bool:
+    """One drug under two of the dictionary's names: "insulin glargine" is an insulin."""
     return a == b or a.split()[0] == b.split()[0]
 
 
@@ -332,8 +339,8 @@ def judge(patient: Conditions, line: Conditions, asks_amount: bool = True) -> tu
     if patient.pregnancy and line.pregnancy and patient.pregnancy != line.pregnancy:
         conflicts.append(f"stated for {line.pregnancy} patients")
     if asks_amount and patient.drugs and line.drugs:
-        asked = [d for d in patient.drugs if not any(_same_drug(d, x) for x in line.drugs)]
-        other = [d for d in line.drugs if not any(_same_drug(d, x) for x in patient.drugs)]
+        asked = [d for d in patient.drugs if not any(same_drug(d, x) for x in line.drugs)]
+        other = [d for d in line.drugs if not any(same_drug(d, x) for x in patient.drugs)]
         if asked and other:
             conflicts.append(
                 f"stated for {', '.join(sorted(other))}; the question asks about {', '.join(sorted(asked))}"

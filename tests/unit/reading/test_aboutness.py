@@ -14,6 +14,7 @@ from rag.reading.aboutness import (
     missing_terms,
     populations,
     stem,
+    unnamed_drugs,
     unnamed_populations,
     unspoken,
 )
@@ -292,3 +293,34 @@ def test_the_article_a_is_no_key_term_but_a_capital_a_naming_something_is():
 )
 def test_an_answer_gives_what_the_question_asks_for(question, text, given):
     assert all(kind.given_in(text) for kind in asked_for(question)) is given
+
+
+def test_a_question_naming_a_drug_needs_a_passage_naming_it():
+    # the APA guideline's adolescent fluoxetine dose was shown as closest to a levothyroxine question
+    question = ReadQuestion.read("Starting levothyroxine in a frail 80-year-old - what initial dose?")
+    fluoxetine = chunk("APA depression", ("Pharmacotherapy",), "- Fluoxetine: starting dose 10 mg/day PO")
+    thyroid = chunk("Hypothyroidism", ("Treatment",), "Start L-thyroxine (levothyroxine) at 25 mcg/day.")
+    assert unnamed_drugs(question.patient.drugs, fluoxetine) == ("levothyroxine",)
+    assert unnamed_drugs(question.patient.drugs, thyroid) == ()
+    assert missing(question, fluoxetine, EVERY).count("levothyroxine") == 1  # a key term as well
+    checks_only = EVERY.model_copy(update={"about": "off"})  # the subject's words unchecked
+    assert missing(question, fluoxetine, checks_only) == ("levothyroxine",)
+    assert missing(question, fluoxetine, checks_only.model_copy(update={"off": ("drugs",)})) == ()
+
+
+def test_one_drug_asked_of_several_is_enough_and_a_question_naming_none_passes():
+    question = ReadQuestion.read("Metformin or insulin glargine in pregnancy?")
+    insulin = chunk("Diabetes in pregnancy", (), "Insulin is the preferred agent in pregnancy.")
+    assert unnamed_drugs(question.patient.drugs, insulin) == ()
+    assert unnamed_drugs(ReadQuestion.read("What are the qSOFA criteria?").patient.drugs, insulin) == ()
+
+
+def test_immune_globulins_are_told_apart_by_their_target():
+    # the burns guideline's tetanus immune globulin line was shown as closest to a rabies question
+    tetanus = chunk(
+        "Burns", ("Prophylaxis",), "Administer tetanus immune globulin (TIG) if history is unknown"
+    )
+    rabies = ReadQuestion.read("Rabies post-exposure prophylaxis - rabies immune globulin dose?")
+    assert unnamed_drugs(rabies.patient.drugs, tetanus) == ("rabies immunoglobulin",)
+    burn = ReadQuestion.read("Deep burn, tetanus status unknown - tetanus immune globulin dose?")
+    assert unnamed_drugs(burn.patient.drugs, tetanus) == ()

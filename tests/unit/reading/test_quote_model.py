@@ -18,7 +18,9 @@ from rag.reading.quote_model import FEATURES, QUOTE_MODEL, QuoteModel, best_line
 from tests.helpers import make_hit, make_turn
 
 # no passage barred by the passage checks: these tests are about the lines
-NO_BARS = default_profile().verify.model_copy(update={"off": ("subtypes", "asked_for", "populations")})
+NO_BARS = default_profile().verify.model_copy(
+    update={"off": ("subtypes", "asked_for", "populations", "drugs")}
+)
 
 
 def read_lines(question, hits, scorer):
