@@ -94,7 +94,8 @@ def _branch_head(line: str, above: list[str], cut: bool) -> str:
 def lead_in(text: str, start: int, cut: bool) -> str:
     """What the sentence at ``text[start:]`` hangs from, when it is a list item, a table row or a
     flowchart step: the nearest line above that is not an item of the list ("**Bivalirudin**
-    (Class I):" above "- Bolus: 0.75 mg/kg IV"), the table's header and separator rows, or the
+    (Class I):" above "- Bolus: 0.75 mg/kg IV") or, for a nested item, its parent item ("- Dose
+    reduction: 15 mg" under "- Rivaroxaban: 20 mg"), the table's header and separator rows, or the
     step indented less ("--> K+ < 3.5 mmol/L?" above "--> Replace at 10 mmol/hour IV"), whose
     condition then stands with the line. Empty for prose, and
     when the line is not in ``text`` (``cut``: the chunk starts mid-document, so its first line
@@ -111,6 +112,10 @@ def lead_in(text: str, start: int, cut: bool) -> str:
         return ""
     if not _LIST_ITEM.match(line):
         return ""
+    if line[:1].isspace():  # a nested item hangs from its parent item: "- **Rivaroxaban:** ..."
+        parent = _branch_head(line, above, cut)
+        if _LIST_ITEM.match(parent):
+            return parent
     for i in range(len(above) - 1, -1, -1):
         candidate = above[i]
         if not candidate.strip() or _LIST_ITEM.match(candidate) or candidate[:1].isspace():
@@ -154,17 +159,20 @@ def announced(text: str, start: int, end: int) -> tuple[int, int] | None:
     return (end, last) if last > end else None
 
 
+_ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?![*\w])")  # "*Dose reduction:*"
+
+
 def line_words(line: Line) -> str:
     """The line as one plain line: its lead-in then the sentence, or a table row under its
     header's names ("Drug: fluticasone; Low: 100-250"); the source's own words either way."""
     sentence = line.hit.chunk.text
     if "\n" in line.lead:  # a table's header and separator rows
         return " ".join(plain_text(f"{line.lead}\n{sentence}").split())
-    text = " ".join(plain_text(sentence).split()).lstrip("-*>• ").strip()
+    text = " ".join(_ITALIC.sub(r"\1", plain_text(sentence)).split()).lstrip("-*>• ").strip()
     if not line.lead:
         return text
-    lead = " ".join(plain_text(line.lead).split()).lstrip("-=>→ ")
-    return f"{lead} {text}" if lead.endswith((":", "?")) else f"{lead}: {text}"
+    lead = " ".join(_ITALIC.sub(r"\1", plain_text(line.lead)).split()).lstrip("-=>→ ")
+    return f"{lead} {text}" if lead.endswith((":", "?", ".")) else f"{lead}: {text}"
 
 
 def shown_text(line: Line) -> str:

@@ -107,3 +107,29 @@ def test_a_line_announcing_nothing_has_no_items():
     assert announced("Criteria:\nProse follows.", 0, 9) is None
     inline = "criteria: 1. RR >= 22; 2. GCS < 15\nNext."
     assert announced(inline, 0, 9) == (9, inline.index("\n"))
+
+
+ANTICOAGULANTS = (
+    "### Dosing\n- **Rivaroxaban:** Standard dose is 20 mg once daily with the evening meal.\n"
+    "  - *Dose Reduction:* Reduce to 15 mg once daily if CrCl ≤ 50 mL/min.\n"
+    "- **Dabigatran:** Standard dose is 150 mg BID.\n"
+    "  - *Dose Reduction:* Reduce to 75 mg BID if CrCl 15–30 mL/min."
+)
+
+
+def test_a_nested_item_is_read_and_shown_under_its_parent_item():
+    # "Reduce to 15 mg" alone names no drug: shown bare it could be any anticoagulant's dose, and
+    # the condition reader could not see that a dabigatran question is not about it
+    hit = _hit("af#0", ANTICOAGULANTS, start=0)
+    found = read_lines("Dabigatran dose for CrCl 20 mL/min?", [hit], Keywords("reduce"))
+    rivaroxaban = next(line for line in found.conflicting if "15 mg" in line.hit.chunk.text)
+    assert rivaroxaban.lead.startswith("- **Rivaroxaban:**")
+    assert "rivaroxaban" in rivaroxaban.fit.reasons[0]
+    dabigatran = next(line for line in found.lines if "75 mg" in line.hit.chunk.text)
+    answer = lines_reply(
+        make_turn(), [dataclasses.replace(dabigatran, probability=0.9)], [hit], confirmed=True
+    )
+    assert answer.text.splitlines()[1] == (
+        "- Dabigatran: Standard dose is 150 mg BID. "
+        "Dose Reduction: Reduce to 75 mg BID if CrCl 15–30 mL/min. [1]"
+    )
