@@ -28,8 +28,8 @@ from typing import Any
 
 from core.paths import Paths
 from core.types import Answer, Message
-from evals.datasets.clinician import ClinicianItem, Part, outcome
-from evals.datasets.followups import SHA256, Conversation, load_followups
+from evals.datasets.clinician import ClinicianItem, outcome
+from evals.datasets.followups import SHA256, Conversation, FollowupPart, load_followups
 from evals.engine.generation_cache import CachingGenerator
 from evals.metrics.choice import wilson_interval
 from evals.metrics.stats import mcnemar_exact
@@ -177,7 +177,7 @@ def paired(a: Sequence[dict[str, Any]], b: Sequence[dict[str, Any]]) -> dict[str
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("dev", "test"), default="dev")
+    parser.add_argument("--part", choices=("dev", "test", "test-2"), default="dev")
     parser.add_argument("--profile", default="default")
     parser.add_argument("--arms", default=",".join(ARMS), help=f"comma-separated, of {ARMS}")
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
@@ -186,7 +186,7 @@ def main() -> None:
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     if unknown := [a for a in arms if a not in ARMS]:
         raise SystemExit(f"unknown arm(s) {unknown}: choose from {ARMS}")
-    part: Part = args.part
+    part: FollowupPart = args.part
     conversations = load_followups(part)[: args.limit]
     paths = Paths.from_env()
     profile = load_profile(args.profile)

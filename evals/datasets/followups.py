@@ -5,7 +5,10 @@ Written by writers who saw only the open-medicine summaries of their part's fold
 chain, its code or its answers), frozen (hashed, a test fails when a file changes) before any
 change was measured on them. ``clinician_followups.jsonl`` is the test part (the 22 test-part
 guideline folders of ``clinician.part_of``), ``clinician_followups_dev.jsonl`` the dev part (the
-21 others) for tuning. Each row: the user ``turns``; ``follow_up`` (``condition_change``: the
+21 others) for tuning. ``clinician_followups_test2.jsonl`` is a fresh test part (the first is
+spent once a second reading is run on it; being written, 11 of the 22 test folders so far) and
+``clinician_followups_train.jsonl`` conversations over dev folders for fitting models, never
+scored. Each row: the user ``turns``; ``follow_up`` (``condition_change``: the
 patient changes so the answer is a sibling line, ``next_step``, ``other_property``, or
 ``unanswerable``: the first turn's subject is in the corpus, the asked aspect is not); the
 ``standalone`` rewrite of the last turn and the facts it ``carried``; for answerable rows the
@@ -17,19 +20,23 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from core.errors import SourceError
-from evals.datasets.clinician import Part
 
-FILES: dict[Part, Path] = {
+FollowupPart = Literal["dev", "test", "test-2", "train"]
+FILES: dict[FollowupPart, Path] = {
     "test": Path(__file__).with_name("clinician_followups.jsonl"),
     "dev": Path(__file__).with_name("clinician_followups_dev.jsonl"),
+    "test-2": Path(__file__).with_name("clinician_followups_test2.jsonl"),
+    "train": Path(__file__).with_name("clinician_followups_train.jsonl"),
 }
 # taken before anything was measured on them (tests/unit/evals/test_followups.py)
-SHA256: dict[Part, str] = {
+SHA256: dict[FollowupPart, str] = {
     "test": "0c10337f2217b7673a8d05658ae38881a0abf546c6bd3d6b3ab54f467c5c9dd0",
     "dev": "b87991b4b1aaa6a2b87d5b053b50a0de156357ee164af44cf9de70fd3560b48e",
+    "test-2": "7bf2cddd24289f760d022a9237c82ccf87e67149d8523caae213072195eb48f3",
+    "train": "b0a6366d0b2f8980f6e80cbdde311889b98a138feda6f5bf4c5363d21499af87",
 }
 FOLLOW_UPS = ("condition_change", "next_step", "other_property", "unanswerable")
 
@@ -71,7 +78,7 @@ def _conversation(row: dict[str, Any]) -> Conversation:
     )
 
 
-def load_followups(part: Part) -> list[Conversation]:
+def load_followups(part: FollowupPart) -> list[Conversation]:
     """The conversations of ``part``; a bad row is an error naming its file, line and field."""
     path = FILES[part]
     out = []

@@ -13,9 +13,19 @@ from evals.datasets.followups import FILES, SHA256, load_followups
 from indexes.files import sha256_file
 
 
-@pytest.mark.parametrize("part", ["test", "dev"])
+@pytest.mark.parametrize("part", ["test", "dev", "test-2", "train"])
 def test_each_part_is_frozen(part):
     assert sha256_file(FILES[part]) == SHA256[part]  # written before any change was measured
+
+
+def test_the_fresh_test_part_and_the_training_set_keep_to_their_side_and_repeat_no_conversation():
+    fresh, train = load_followups("test-2"), load_followups("train")
+    assert all(part_of(c.guideline) == "test" for c in fresh)
+    assert all(part_of(c.guideline) == "dev" for c in train)  # fitted on dev folders only
+    earlier = {c.turns for c in load_followups("test") + load_followups("dev")}
+    assert not ({c.turns for c in fresh} & earlier) and not ({c.turns for c in train} & earlier)
+    ids = [c.cid for part in ("test", "dev", "test-2", "train") for c in load_followups(part)]
+    assert len(ids) == len(set(ids))
 
 
 def test_the_parts_are_split_by_guideline_folder_with_no_overlap():
@@ -27,7 +37,7 @@ def test_the_parts_are_split_by_guideline_folder_with_no_overlap():
     assert len(test) >= 150 and sum(not c.answerable for c in test) >= 40  # what issue 60 asks
 
 
-@pytest.mark.parametrize("part", ["test", "dev"])
+@pytest.mark.parametrize("part", ["test", "dev", "test-2", "train"])
 def test_an_answerable_row_quotes_its_guideline_and_its_key_fact_tells_it_from_the_siblings(part):
     root = packaged_guidelines_dir() / "content"
     for c in load_followups(part):
