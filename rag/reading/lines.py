@@ -162,16 +162,22 @@ def announced(text: str, start: int, end: int) -> tuple[int, int] | None:
 _ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])([^*\n]*?[^\s*])\*(?![*\w])")  # "*Dose reduction:*"
 
 
+def _one_line(markdown: str) -> str:
+    """``plain_text`` on one line, single-asterisk emphasis dropped too: what is shown and scored
+    for its key fact (the models read the raw line, ``line_context``)."""
+    return " ".join(_ITALIC.sub(r"\1", plain_text(markdown)).split())
+
+
 def line_words(line: Line) -> str:
     """The line as one plain line: its lead-in then the sentence, or a table row under its
     header's names ("Drug: fluticasone; Low: 100-250"); the source's own words either way."""
     sentence = line.hit.chunk.text
     if "\n" in line.lead:  # a table's header and separator rows
         return " ".join(plain_text(f"{line.lead}\n{sentence}").split())
-    text = " ".join(_ITALIC.sub(r"\1", plain_text(sentence)).split()).lstrip("-*>• ").strip()
+    text = _one_line(sentence).lstrip("-*>• ").strip()
     if not line.lead:
         return text
-    lead = " ".join(_ITALIC.sub(r"\1", plain_text(line.lead)).split()).lstrip("-=>→ ")
+    lead = _one_line(line.lead).lstrip("-=>→ ")
     return f"{lead} {text}" if lead.endswith((":", "?", ".")) else f"{lead}: {text}"
 
 
