@@ -28,7 +28,7 @@ from typing import Any
 
 from core.paths import Paths
 from core.types import Answer, Message
-from evals.datasets.clinician import ClinicianItem, outcome
+from evals.datasets.clinician import outcome
 from evals.datasets.followups import SHA256, Conversation, FollowupPart, load_followups
 from evals.engine.generation_cache import CachingGenerator
 from evals.metrics.choice import wilson_interval
@@ -46,23 +46,6 @@ READINGS: dict[str, dict[str, str]] = {
 ARMS = (*READINGS, "standalone")
 
 
-def as_item(conversation: Conversation) -> ClinicianItem:
-    """The conversation's last turn as a clinician question, scored the same way (unanswerable
-    follow-ups are ``near``: their subject is in the corpus, the asked aspect is not)."""
-    return ClinicianItem(
-        qid=conversation.cid,
-        kind="answerable" if conversation.answerable else "near",
-        question=conversation.turns[-1],
-        group=conversation.guideline,
-        guideline=conversation.guideline,
-        key_fact=conversation.key_fact,
-        quote=conversation.quote,
-        sources=(f"open-medicine:{conversation.guideline}",),
-        siblings=conversation.siblings,
-        sibling_fact=conversation.sibling_fact,
-    )
-
-
 def answer(pipeline: Pipeline, conversation: Conversation, arm: str) -> Answer:
     """The last turn's answer as ``arm`` reads it."""
     if arm == "standalone":
@@ -73,7 +56,7 @@ def answer(pipeline: Pipeline, conversation: Conversation, arm: str) -> Answer:
 
 
 def record(conversation: Conversation, arm: str, reply: Answer, seconds: float) -> dict[str, Any]:
-    item = as_item(conversation)
+    item = conversation.as_item()
     said = reply.text.split("\n\n", 1)[1] if reply.text.startswith(("Read with:", "Read as:")) else reply.text
     return {
         "cid": conversation.cid,

@@ -5,8 +5,8 @@ Written by writers who saw only the open-medicine summaries of their part's fold
 chain, its code or its answers), frozen (hashed, a test fails when a file changes) before any
 change was measured on them. ``clinician_followups.jsonl`` is the test part (the 22 test-part
 guideline folders of ``clinician.part_of``), ``clinician_followups_dev.jsonl`` the dev part (the
-21 others) for tuning. ``clinician_followups_test2.jsonl`` is a fresh test part (the first is
-spent once a second reading is run on it; being written, 11 of the 22 test folders so far) and
+21 others) for tuning. ``clinician_followups_test2.jsonl`` is a fresh test part over the same 22
+folders (the first is spent once a second reading is run on it) and
 ``clinician_followups_train.jsonl`` conversations over dev folders for fitting models, never
 scored. Each row: the user ``turns``; ``follow_up`` (``condition_change``: the
 patient changes so the answer is a sibling line, ``next_step``, ``other_property``, or
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.errors import SourceError
+from evals.datasets.clinician import ClinicianItem
 
 FollowupPart = Literal["dev", "test", "test-2", "train"]
 FILES: dict[FollowupPart, Path] = {
@@ -35,8 +36,8 @@ FILES: dict[FollowupPart, Path] = {
 SHA256: dict[FollowupPart, str] = {
     "test": "0c10337f2217b7673a8d05658ae38881a0abf546c6bd3d6b3ab54f467c5c9dd0",
     "dev": "b87991b4b1aaa6a2b87d5b053b50a0de156357ee164af44cf9de70fd3560b48e",
-    "test-2": "7bf2cddd24289f760d022a9237c82ccf87e67149d8523caae213072195eb48f3",
-    "train": "b0a6366d0b2f8980f6e80cbdde311889b98a138feda6f5bf4c5363d21499af87",
+    "test-2": "eaba5579609390987096327e29b5afedb9db8f3abe375b22a278610457f1421b",
+    "train": "67757893011b67a7fd405e05ba2efdeb9ba451b7d494c09706a433e0c1483cdc",
 }
 FOLLOW_UPS = ("condition_change", "next_step", "other_property", "unanswerable")
 
@@ -59,6 +60,28 @@ class Conversation:
     @property
     def answerable(self) -> bool:
         return self.kind == "answerable"
+
+    @property
+    def text(self) -> str:
+        """The turns as the ``carry`` reading searches and judges them, oldest first."""
+        return "\n".join(self.turns)
+
+    def as_item(self, question: str | None = None) -> ClinicianItem:
+        """The last turn (or ``question``) as a clinician question, scored the same way
+        (unanswerable follow-ups are ``near``: their subject is in the corpus, the asked aspect
+        is not)."""
+        return ClinicianItem(
+            qid=self.cid,
+            kind="answerable" if self.answerable else "near",
+            question=self.turns[-1] if question is None else question,
+            group=self.guideline,
+            guideline=self.guideline,
+            key_fact=self.key_fact,
+            quote=self.quote,
+            sources=(f"open-medicine:{self.guideline}",),
+            siblings=self.siblings,
+            sibling_fact=self.sibling_fact,
+        )
 
 
 def _conversation(row: dict[str, Any]) -> Conversation:

@@ -24,6 +24,7 @@ def test_the_fresh_test_part_and_the_training_set_keep_to_their_side_and_repeat_
     assert all(part_of(c.guideline) == "dev" for c in train)  # fitted on dev folders only
     earlier = {c.turns for c in load_followups("test") + load_followups("dev")}
     assert not ({c.turns for c in fresh} & earlier) and not ({c.turns for c in train} & earlier)
+    assert len(fresh) >= 150 and sum(not c.answerable for c in fresh) >= 40  # what issue 60 asks
     ids = [c.cid for part in ("test", "dev", "test-2", "train") for c in load_followups(part)]
     assert len(ids) == len(set(ids))
 
