@@ -140,7 +140,7 @@ CHECKS = {
     "subtypes": "a passage naming another 'type X' than the question is not about it (reading/aboutness)",
     "asked_for": "a dose, treatment, missed-dose or storage question needs a passage and answer giving it",
     "populations": "a question about children, pregnancy or breastfeeding needs a passage naming them",
-    "drugs": "a question naming drugs needs a passage naming one of them (reading/aboutness)",
+    "drugs": "a question (a follow-up: itself) naming drugs needs a passage naming one (reading/aboutness)",
     "same_measure": "eGFR/GFR, HbA1c/A1C, ECG/EKG count as one concept (reading/terms)",
     "labels": "a generated sentence that only repeats a source's label, or asks a question, is no answer",
     "dose_scope": "a generated dose for a group must stand in a line or heading naming that group",

@@ -9,7 +9,9 @@ one that answers the question (``evals.datasets.clinician``), every other senten
 sentence of an unanswerable question, a negative. A logistic regression on the standardised
 features is the model. Its dev curve is cross-validated by guideline folder (five folds, each
 folder's questions scored by a model fitted without them), so the threshold is chosen from
-scores the model did not fit; the test part is never read here.
+scores the model did not fit; the test part is never read here. ``--conversations train`` also
+fits on the follow-ups' training set as the ``carry`` reading reads it; ``--check-followups``
+tallies what the model would answer on the follow-ups' dev part.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ import numpy as np
 
 from core.paths import Paths
 from core.types import Chunk, Hit
-from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given
+from evals.datasets.clinician import FROZEN_SHA256, ClinicianItem, file_sha256, key_fact_given, part_of
+from evals.datasets.followups import FILES, SHA256, FollowupPart, load_followups
 from rag.profile import VerifyConfig, with_changes
+from rag.reading.conversation import carry
 from rag.reading.lines import Line, line_words
 from rag.reading.question import ReadQuestion
 from rag.reading.quote_model import FEATURES, QUOTE_MODEL, QuoteModel, ScoredLines, best_lines, score_lines
-from rag.reading.terms import Vocabulary
 from rag.rerank.sentences import SentenceScorer
-from training.aboutness import DevPart, answering
+from training.aboutness import DevPart, answering, scored_candidates
 from training.calibrate import fit_logistic
 
 FOLDS = 5
@@ -63,15 +66,15 @@ def labelled(
     items: Sequence[ClinicianItem],
     hits_of: Callable[[ClinicianItem], list[Hit]],
     scorer: SentenceScorer,
-    vocabulary: Vocabulary,
+    read_of: Callable[[ClinicianItem], ReadQuestion],
     verify: VerifyConfig,
 ) -> list[tuple[ClinicianItem, ScoredLines, np.ndarray]]:
     """Each item's sentences with their features and labels (1: states the key fact, from an
-    answering passage)."""
+    answering passage); ``read_of``: the item's question as the chain reads it."""
     out = []
     for n, item in enumerate(items, start=1):
         hits = hits_of(item)
-        found = score_lines(ReadQuestion.read(item.question, lambda: vocabulary), hits, scorer, verify)
+        found = score_lines(read_of(item), hits, scorer, verify)
         y = np.array(
             [
                 int(
@@ -134,9 +137,12 @@ def cross_validated_models(
 
 
 def cross_validated_curve(
-    rows: Sequence[tuple[ClinicianItem, ScoredLines, np.ndarray]], hits: dict[str, list[Hit]]
+    rows: Sequence[tuple[ClinicianItem, ScoredLines, np.ndarray]],
+    hits: dict[str, list[Hit]],
+    follow_ups: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it."""
+    """Per (count, threshold): dev outcomes, each folder scored by a model fitted without it;
+    the conversations of ``follow_ups`` (ids) tallied apart ("follow-up answerable" / "near")."""
     chosen = cross_validated_models(rows)
     curve = []
     for count, also, threshold in itertools.product(COUNTS, ALSO, THRESHOLDS):
@@ -147,7 +153,7 @@ def cross_validated_curve(
             best = best_lines(found, model, count)
             best = best[:1] + [q for q in best[1:] if q.probability >= also]  # is "also" worth a setting?
             got = outcomes(item, best, hits[item.qid], threshold)
-            row = tally.setdefault(item.kind, {})
+            row = tally.setdefault(f"follow-up {item.kind}" if item.qid in follow_ups else item.kind, {})
             row[got] = row.get(got, 0) + 1
         curve.append({"count": count, "also": also, "threshold": threshold, **tally})
     return curve
@@ -190,8 +196,35 @@ def dev_rows(
     if not isinstance(scorer, SentenceScorer):
         raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
     verify = with_changes(dev.profile, {"verify": {"off": [*dev.profile.verify.off, *off]}}).verify
-    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, dev.vocabulary, verify)
+    read = lambda item: ReadQuestion.read(item.question, lambda: dev.vocabulary)  # noqa: E731
+    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, read, verify)
     return dev, hits, rows
+
+
+def conversation_rows(
+    dev: DevPart, part: FollowupPart, profile_name: str, off: Sequence[str] = ()
+) -> tuple[dict[str, list[Hit]], list[tuple[ClinicianItem, ScoredLines, np.ndarray]]]:
+    """The follow-ups of ``part`` (dev folders only) as the ``carry`` reading reads them: the
+    turns searched and judged as one text, the patient and subject carried
+    (``rag.reading.conversation``), their kept passages and labelled lines."""
+    conversations = load_followups(part)
+    if any(part_of(c.guideline) != "dev" for c in conversations):
+        raise SystemExit(
+            f"follow-up part {part!r} holds test-part folders; the quote model fits dev folders only"
+        )
+    items = [c.as_item(c.text) for c in conversations]
+    candidates = scored_candidates(items, profile_name, Paths.from_env())
+    threshold, keep = dev.profile.rerank.threshold or 0.0, dev.profile.rerank.keep
+    hits = {it.qid: kept_hits(it, candidates, dev.chunk_of, threshold, keep) for it in items}
+    same_measure = dev.profile.verify.checks("same_measure")
+    reads = {
+        c.cid: carry(c.turns[-1], c.turns[:-1], lambda: dev.vocabulary, same_measure=same_measure).read
+        for c in conversations
+    }
+    scorer = dev.assembled.pipeline.reranker
+    verify = with_changes(dev.profile, {"verify": {"off": [*dev.profile.verify.off, *off]}}).verify
+    rows = labelled(items, lambda item: hits[item.qid], scorer, lambda item: reads[item.qid], verify)
+    return hits, rows
 
 
 POOL_HELP = "quote from the N most relevant candidates from FLOOR up (default: the kept passages)"
@@ -209,6 +242,22 @@ def pool_manifest(pool: tuple[float, int] | None, profile: Any) -> dict[str, Any
     return {"pool": {"floor": pool[0], "keep": pool[1]}}
 
 
+def followup_check(
+    dev: DevPart, models: dict[str, tuple[QuoteModel, float]], count: int, profile_name: str
+) -> dict[str, dict[str, int]]:
+    """What each of ``models`` (with its threshold) would answer on the follow-ups' dev part
+    (tuning only, never fitted on): outcomes of the ``count`` best lines, as ``outcomes``."""
+    hits, rows = conversation_rows(dev, "dev", profile_name)
+    out = {}
+    for name, (model, threshold) in models.items():
+        tally: dict[str, int] = {}
+        for item, found, _ in rows:
+            got = f"{item.kind} {outcomes(item, best_lines(found, model, count), hits[item.qid], threshold)}"
+            tally[got] = tally.get(got, 0) + 1
+        out[name] = dict(sorted(tally.items()))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="default")
@@ -217,31 +266,50 @@ def main() -> None:
     parser.add_argument(
         "--off", action="append", default=[], metavar="RULE", help="a gate check quotes skip (an ablation)"
     )
+    parser.add_argument(
+        "--conversations", choices=("train", "none"), default="train", help=CONVERSATIONS_HELP
+    )
+    parser.add_argument("--check-followups", action="store_true", help="also tally the follow-ups' dev part")
     args = parser.parse_args()
-    pool = args.pool
+    pool, before = args.pool, QuoteModel.shipped()  # read before --out may replace it
     dev, hits, rows = dev_rows(args.profile, pool, args.off)
-    model = fit(rows)
-    curve = cross_validated_curve(rows, hits)
+    talks: list[tuple[ClinicianItem, ScoredLines, np.ndarray]] = []
+    if args.conversations == "train":
+        talk_hits, talks = conversation_rows(dev, "train", args.profile, args.off)
+        hits = {**hits, **talk_hits}
+    model = fit([*rows, *talks])
+    curve = cross_validated_curve([*rows, *talks], hits, frozenset(item.qid for item, _, _ in talks))
+    chosen = choose(curve)
     out = {
         **model.to_json(),
         "manifest": {
-            "data": "evals/datasets/clinician_questions.jsonl, dev part only",
+            "data": "evals/datasets/clinician_questions.jsonl, dev part only"
+            + (f"; {FILES['train'].name} (dev folders)" if talks else ""),
             "data_sha256": file_sha256(),
             "frozen_sha256": FROZEN_SHA256,
-            "sentences": int(sum(len(lab) for _, _, lab in rows)),
-            "positives": int(sum(int(lab.sum()) for _, _, lab in rows)),
+            **({"conversations_sha256": SHA256["train"], "conversations": len(talks)} if talks else {}),
+            "sentences": int(sum(len(lab) for _, _, lab in [*rows, *talks])),
+            "positives": int(sum(int(lab.sum()) for _, _, lab in [*rows, *talks])),
             **pool_manifest(pool, dev.profile),
-            "chosen": choose(curve),
+            "chosen": chosen,
             "dev_curve_cross_validated_by_folder": curve,
             "command": "python -m training.quotes"
             + (f" --pool {pool[0]},{pool[1]}" if pool else "")
-            + "".join(f" --off {name}" for name in args.off),
+            + "".join(f" --off {name}" for name in args.off)
+            + (" --conversations train" if talks else ""),
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(dict(zip(FEATURES, model.weights, strict=True)), indent=1))
-    print("chosen on dev:", json.dumps(out["manifest"]["chosen"]))
+    print("chosen on dev:", json.dumps(chosen))
+    if args.check_followups:
+        models = {"shipped": (before, dev.profile.quote.threshold), "fitted": (model, chosen["threshold"])}
+        print(json.dumps(followup_check(dev, models, chosen["count"], args.profile)))
+
+
+# measured, not kept: on dev it answered fewer follow-ups and no fewer wrongly (followups.md)
+CONVERSATIONS_HELP = "also fit on the follow-ups' training set as the carry reading reads it"
 
 
 if __name__ == "__main__":

@@ -255,6 +255,8 @@ class Asked(Protocol):
     def populations(self) -> tuple[str, ...]: ...
     @property
     def patient(self) -> Conditions: ...
+    @property
+    def drugs(self) -> frozenset[str]: ...
 
 
 def missing(
@@ -284,7 +286,7 @@ def missing(
         + (missing_subtypes(read.subtypes, chunk) if verify.checks("subtypes") else ())
         + (unspoken(read.kinds, chunk) if verify.checks("asked_for") else ())
         + (unnamed_populations(read.populations, chunk) if verify.checks("populations") else ())
-        + (unnamed_drugs(read.patient.drugs, chunk) if verify.checks("drugs") else ())
+        + (unnamed_drugs(read.drugs, chunk) if verify.checks("drugs") else ())
     )
     return tuple(dict.fromkeys(lacking))  # a drug is often a key term too
 

@@ -85,11 +85,16 @@ NOT_SCORES = frozenset(
 )
 MEASURE_WINDOW = 40  # characters before a number that may name its measure
 
+# "Child C", "Child-Pugh B": a cirrhosis class, not a child
+NOT_PUGH = r"(?![- ]pugh\b|(?-i:\s+(?:class\s+)?[ABC]\b))"
+
+CHILD = rf"\b(?:child(?:ren|hood)?{NOT_PUGH}|p(?:a)?ediatric\w*|kids?|toddlers?)\b"
+
 # Age groups as intervals in years; a question's stated age is a point.
 AGE_GROUPS: tuple[tuple[tuple[float, float], re.Pattern[str]], ...] = (
     ((0.0, 0.08), re.compile(r"\b(?:newborns?|neonat\w*|nicu)\b", re.I)),
     ((0.0, 1.0), re.compile(r"\binfan(?:t|ts|cy)\b", re.I)),
-    ((0.0, 17.99), re.compile(r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|kids?|toddlers?)\b", re.I)),
+    ((0.0, 17.99), re.compile(CHILD, re.I)),
     ((10.0, 17.99), re.compile(r"\b(?:adolescen\w*|teen(?:age)?(?:r|rs)?)\b", re.I)),
     ((65.0, INF), re.compile(r"\b(?:elderly|older (?:adults?|patients|people|persons)|geriatric)\b", re.I)),
     ((18.0, INF), re.compile(r"\badults?\b", re.I)),
@@ -175,7 +180,7 @@ def subtypes(text: str) -> frozenset[str]:
 # Groups a line or a claim may be stated for (aboutness's populations; the gate's dose scope)
 QUALIFIERS: dict[str, re.Pattern[str]] = {
     "children": re.compile(
-        r"\b(?:child(?:ren|hood)?|p(?:a)?ediatric\w*|infan(?:t|ts|cy)|neonat\w*|newborns?"
+        rf"\b(?:child(?:ren|hood)?{NOT_PUGH}|p(?:a)?ediatric\w*|infan(?:t|ts|cy)|neonat\w*|newborns?"
         r"|adolescen\w*|toddlers?|kids?|teen(?:ager)?s?)\b"
         # an age under 18 names a child too: "a 14-year-old", "6 months old"
         r"|\b(?:1[0-7]|[1-9])[- ]?(?:years?|yrs?|y)[- ]?old\b"

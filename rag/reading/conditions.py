@@ -454,7 +454,9 @@ def verdict(patient: Conditions, context: LineContext, asks_amount: bool = True)
     counts from the line, its lead-in or row, or its innermost heading only."""
     own, headed = line_conditions(context)
     conflicts, fits = judge(patient, own, asks_amount)
-    heading_conflicts = judge(patient, headed, asks_amount)[0]
+    # the line's own drug decides over its headings' ("Citalopram" under "Serotonin reuptake inhibitors")
+    for_headings = dataclasses.replace(patient, drugs=frozenset()) if "drug" in fits else patient
+    heading_conflicts = judge(for_headings, headed, asks_amount)[0]
     heading_fits = _fits_of_innermost_heading(patient, context, asks_amount)
     # a heading is broader than its lines: it conflicts unless the line's own band or population fits
     if not fits or _tier(fits) < 2:

@@ -112,6 +112,7 @@ def carry(
         subtypes=now.subtypes or asking.subtypes,
         populations=tuple(dict.fromkeys((*now.populations, *(p for r in before for p in r.populations)))),
         conditions=patient,
+        named_drugs=stated.drugs,
     )
     return Resolved(read, facts)
 

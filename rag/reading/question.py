@@ -44,6 +44,7 @@ class ReadQuestion:
     same_measure: bool = True  # eGFR/GFR and the like count as one concept
     vocabulary: Callable[[], Vocabulary | None] | None = field(default=None, repr=False, compare=False)
     conditions: Conditions | None = None  # the patient, when read elsewhere (a conversation's)
+    named_drugs: frozenset[str] | None = None  # the drugs this turn names itself (None: the patient's)
 
     @classmethod
     def read(
@@ -78,3 +79,9 @@ class ReadQuestion:
         """The condition reader's reading of the patient (``conditions.question_conditions``), or
         the ``conditions`` given (``conversation.carry``)."""
         return self.conditions if self.conditions is not None else question_conditions(self.text)
+
+    @property
+    def drugs(self) -> frozenset[str]:
+        """The drugs the question itself names: a follow-up's own, not those carried from the
+        turns before it (a passage need not name those: "and the parenteral anticoagulant?")."""
+        return self.named_drugs if self.named_drugs is not None else self.patient.drugs

@@ -49,3 +49,16 @@ def test_an_answerable_row_quotes_its_guideline_and_its_key_fact_tells_it_from_t
         for sibling in c.siblings:
             assert not re.search(c.key_fact, normalise_answer(sibling), re.IGNORECASE), c.cid
             assert re.search(c.sibling_fact, normalise_answer(sibling), re.IGNORECASE), c.cid
+
+
+def test_a_conversation_is_scored_as_its_last_turn_asked_of_its_guideline():
+    rows = load_followups("dev")
+    answerable, unanswerable = (
+        next(c for c in rows if c.answerable),
+        next(c for c in rows if not c.answerable),
+    )
+    item = answerable.as_item()
+    assert item.question == answerable.turns[-1] and item.kind == "answerable"
+    assert item.sources == (f"open-medicine:{answerable.guideline}",) and item.key_fact == answerable.key_fact
+    assert unanswerable.as_item().kind == "near"  # its subject is in the corpus, the asked aspect is not
+    assert answerable.as_item(answerable.text).question.split("\n") == list(answerable.turns)

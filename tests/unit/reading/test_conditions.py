@@ -205,3 +205,21 @@ def test_indication_words_need_their_abbreviations_in_capitals() -> None:
 def test_a_phrase_the_drug_dictionary_matches_without_a_name_is_no_drug() -> None:
     # the dictionary matches "milk protein" with no entry name; the reading named it a KeyError
     assert drugs("when to suspect cow's milk protein allergy? try simeticone?") == {"simeticone"}
+
+
+def test_a_cirrhosis_class_is_no_child():
+    assert question_conditions("Child C, 2 admissions with grade II hepatic encephalopathy").ages == ()
+    assert question_conditions("Child-Pugh B cirrhosis on lactulose").ages == ()
+    assert question_conditions("a febrile child - paracetamol dose?").ages == ((0.0, 17.99),)
+
+
+def test_a_line_naming_the_asked_drug_is_not_stated_for_its_headings_drug_class():
+    # the APA table's citalopram row sits under "Selective Serotonin Reuptake Inhibitors (SSRIs)"
+    patient = question_conditions("67 F on citalopram 20 mg - maximum dose?")
+    headings = ("Pharmacotherapy", "Selective Serotonin Reuptake Inhibitors (SSRIs)")
+    row = LineContext(line="| **Citalopram** | 20 mg/day PO | 20-40 mg/day | 40 mg/day |", headings=headings)
+    other = LineContext(
+        line="| **Paroxetine** | 20 mg/day PO | 20-50 mg/day | 50 mg/day |", headings=headings
+    )
+    assert verdict(patient, row).state != "conflicts"
+    assert verdict(patient, other).state == "conflicts"

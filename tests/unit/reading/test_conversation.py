@@ -66,3 +66,21 @@ def test_only_values_written_with_their_measure_or_unit_are_carried():
     assert sorted(b.low for b in asked.read.patient.values) == [4.6, 80.0, 84.0]
     # a score's name with its own number ("CURB-65") is not a value of the score
     assert carry("what instead?", ["CAP, CURB-65 2, on the ward"]).carried == ("CURB-65 2",)
+
+
+def test_a_drug_named_only_before_bars_no_passage_but_still_rules_out_another_drugs_line():
+    """The fondaparinux line answers "and for the parenteral anticoag?" after an aspirin turn: the
+    carried drug is the patient's, not what the follow-up asks about, so a passage need not name it."""
+    from rag.profile import default_profile
+    from rag.reading.aboutness import missing
+    from tests.unit.reading.test_aboutness import chunk
+
+    asked = carry(
+        "and for the parenteral anticoag, given that bleed?", ["NSTEMI, GI bleed last year - aspirin load?"]
+    )
+    assert asked.read.patient.drugs == {"aspirin"} and asked.read.drugs == frozenset()
+    passage = chunk("UA/NSTEMI", ("Anticoagulant Therapy",), "- **OR Fondaparinux:** 2.5 mg SC daily.")
+    checks_only = default_profile().verify.model_copy(update={"about": "off"})
+    assert missing(asked.read, passage, checks_only) == ()
+    own = carry("and the dose of dabigatran then?", ["NSTEMI, GI bleed last year - aspirin load?"])
+    assert missing(own.read, passage, checks_only) == ("dabigatran",)  # the follow-up's own drug is asked
