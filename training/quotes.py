@@ -192,13 +192,21 @@ def dev_rows(
         it.qid: kept_hits(it, dev.candidates, dev.chunk_of, threshold, keep, by_relevance=pool is not None)
         for it in dev.items
     }
+    scorer, verify = reading(dev, profile_name, off)
+
+    def read(item: ClinicianItem) -> ReadQuestion:
+        return ReadQuestion.read(item.question, lambda: dev.vocabulary)
+
+    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, read, verify)
+    return dev, hits, rows
+
+
+def reading(dev: DevPart, profile_name: str, off: Sequence[str]) -> tuple[SentenceScorer, VerifyConfig]:
+    """What scores the lines (the profile's relevance model) and the gate checks they pass."""
     scorer = dev.assembled.pipeline.reranker
     if not isinstance(scorer, SentenceScorer):
         raise SystemExit(f"profile {profile_name!r} has no relevance model to score sentences with")
-    verify = with_changes(dev.profile, {"verify": {"off": [*dev.profile.verify.off, *off]}}).verify
-    read = lambda item: ReadQuestion.read(item.question, lambda: dev.vocabulary)  # noqa: E731
-    rows = labelled(dev.items, lambda item: hits[item.qid], scorer, read, verify)
-    return dev, hits, rows
+    return scorer, with_changes(dev.profile, {"verify": {"off": [*dev.profile.verify.off, *off]}}).verify
 
 
 def conversation_rows(
@@ -221,8 +229,7 @@ def conversation_rows(
         c.cid: carry(c.turns[-1], c.turns[:-1], lambda: dev.vocabulary, same_measure=same_measure).read
         for c in conversations
     }
-    scorer = dev.assembled.pipeline.reranker
-    verify = with_changes(dev.profile, {"verify": {"off": [*dev.profile.verify.off, *off]}}).verify
+    scorer, verify = reading(dev, profile_name, off)
     rows = labelled(items, lambda item: hits[item.qid], scorer, lambda item: reads[item.qid], verify)
     return hits, rows
 
@@ -266,9 +273,7 @@ def main() -> None:
     parser.add_argument(
         "--off", action="append", default=[], metavar="RULE", help="a gate check quotes skip (an ablation)"
     )
-    parser.add_argument(
-        "--conversations", choices=("train", "none"), default="train", help=CONVERSATIONS_HELP
-    )
+    parser.add_argument("--conversations", choices=("train", "none"), default="none", help=CONVERSATIONS_HELP)
     parser.add_argument("--check-followups", action="store_true", help="also tally the follow-ups' dev part")
     args = parser.parse_args()
     pool, before = args.pool, QuoteModel.shipped()  # read before --out may replace it
@@ -308,7 +313,7 @@ def main() -> None:
         print(json.dumps(followup_check(dev, models, chosen["count"], args.profile)))
 
 
-# measured, not kept: on dev it answered fewer follow-ups and no fewer wrongly (followups.md)
+# measured, not kept: on dev it answered fewer questions and follow-ups correctly (followups.md)
 CONVERSATIONS_HELP = "also fit on the follow-ups' training set as the carry reading reads it"
 
 
